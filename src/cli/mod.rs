@@ -1,0 +1,96 @@
+//! Command-line interface: argument types (clap) and the glue that calls into the library.
+//!
+//! Each subcommand lives in its own file with its own `Args` type and an `execute` function.
+//! Errors reach `main` as boxed errors; `main` prints the whole source chain on stderr and
+//! exits non-zero. No secret material ever reaches an error message (see `registry`).
+
+use std::error::Error as StdError;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bundle;
+mod catalog;
+mod crds;
+mod resolve;
+mod run;
+
+/// Result type of every subcommand: an exit code, or an error to print.
+pub type CliResult = Result<ExitCode, Box<dyn StdError + Send + Sync>>;
+
+/// opcat: install operators from private OLM catalogs and give their workloads the catalog's
+/// pull secrets.
+///
+/// The tooling subcommands (`catalog`, `bundle`, `resolve`, `crds`) work without a cluster;
+/// `run` starts the controller manager.
+#[derive(Debug, Parser)]
+#[command(name = "opcat", version, about, long_about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect, validate, render and push file-based catalogs (FBC).
+    #[command(subcommand)]
+    Catalog(catalog::Command),
+    /// Show the bundle opcat would install next for a package.
+    Resolve(resolve::Args),
+    /// Unpack and push registry+v1 bundle images.
+    #[command(subcommand)]
+    Bundle(bundle::Command),
+    /// Print opcat's CustomResourceDefinitions as one YAML stream.
+    Crds(crds::Args),
+    /// Run the controller manager against a cluster.
+    Run(Box<run::Args>),
+}
+
+/// Parses arguments, runs the subcommand on a Tokio runtime and maps the outcome to an exit
+/// code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli.command)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {}", error_chain(error.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> CliResult {
+    match command {
+        Command::Catalog(command) => catalog::execute(command).await,
+        Command::Resolve(args) => resolve::execute(args).await,
+        Command::Bundle(command) => bundle::execute(command).await,
+        Command::Crds(args) => crds::execute(args),
+        Command::Run(args) => run::execute(*args).await,
+    }
+}
+
+/// Formats an error and its sources as `outer: inner: innermost`.
+pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // Some errors repeat their source in their own message; do not print it twice.
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}

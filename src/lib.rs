@@ -1,0 +1,19 @@
+//! opcat: an operator catalog controller for Kubernetes.
+//!
+//! The crate is split by responsibility (see `README.md`, "How the code is organised"):
+//! pure modules (`fbc`, `graph`, `resolve`, `semver_range`, `bundle`, `pull_secrets`) never
+//! talk to a cluster or a registry; `registry` talks only to OCI registries; `controller` is the
+//! only code that talks to the Kubernetes API.
+
+pub mod api;
+pub mod bundle;
+pub mod cli;
+pub mod controller;
+pub mod fbc;
+pub mod go_duration;
+pub mod graph;
+pub mod pull_secrets;
+pub mod registry;
+pub mod resolve;
+pub mod semver_range;
+pub mod telemetry;
