@@ -43,7 +43,7 @@ pub use plan::{
     CopyDeletion, CopyWrite, DeletionReason, InstalledCsv, NamespaceInput, NamespacePlan,
     plan_namespace,
 };
-pub use pod_template::{inject, remove};
+pub use pod_template::{inject, pod_service_account, remove};
 pub use preflight::{ImageCheck, ImageOutcome, credentials_condition};
 pub use report::{EventObject, PlanEvent};
 pub use scope::{NotPropagated, propagation_allowed};

@@ -32,8 +32,9 @@ pub struct InstalledCsv {
     /// `metadata.uid`.
     pub uid: String,
     /// Every ServiceAccount its bundle uses: those in `permissions` and `clusterPermissions`,
-    /// ServiceAccount manifests in the bundle, each Deployment's `serviceAccountName`, and
-    /// `default` for a Deployment that names none.
+    /// ServiceAccount manifests in the bundle, and each Deployment's pod-template ServiceAccount
+    /// ([`pod_service_account`](super::pod_template::pod_service_account): `default` when it
+    /// names none).
     pub service_accounts: BTreeSet<String>,
 }
 

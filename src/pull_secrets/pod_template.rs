@@ -50,3 +50,18 @@ pub fn remove(pod_spec: &mut PodSpec, names: &[String]) -> bool {
     }
     changed
 }
+
+/// The ServiceAccount a pod of this template runs as, the way admission decides it:
+/// `serviceAccountName`, else the deprecated `serviceAccount`, else `default`. Every one of these
+/// belongs in [`InstalledCsv::service_accounts`](super::plan::InstalledCsv::service_accounts).
+pub fn pod_service_account(pod_spec: &PodSpec) -> &str {
+    [&pod_spec.service_account_name, &pod_spec.service_account]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .find(|name| !name.is_empty())
+        .unwrap_or(DEFAULT_SERVICE_ACCOUNT)
+}
+
+/// The ServiceAccount every namespace has, used by pods that name none.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";

@@ -105,12 +105,7 @@ pub fn parse_selector(text: &str) -> Result<Selector, SelectorError> {
         match parser.next() {
             None => break,
             Some(Token::Comma) => {}
-            Some(other) => {
-                return Err(SelectorError::Unexpected {
-                    found: other.text(),
-                    expected: "',' or the end",
-                });
-            }
+            other => return Err(parser.unexpected(other, "',' or the end")),
         }
     }
     Ok(expressions.into_iter().collect())
@@ -124,8 +119,24 @@ struct Parser<'t, 'a> {
 impl<'a> Parser<'_, 'a> {
     fn next(&mut self) -> Option<Token<'a>> {
         let token = self.tokens.get(self.position).cloned();
-        self.position += 1;
+        if token.is_some() {
+            self.position += 1;
+        }
         token
+    }
+
+    /// The error for `found` (the token just taken, or the end) where `expected` was wanted.
+    fn unexpected(&self, found: Option<Token<'a>>, expected: &'static str) -> SelectorError {
+        match found {
+            Some(token) => SelectorError::Unexpected {
+                found: token.text(),
+                expected,
+            },
+            None => SelectorError::UnexpectedEnd {
+                after: self.previous_text(),
+                expected,
+            },
+        }
     }
 
     fn peek(&self) -> Option<&Token<'a>> {
@@ -140,14 +151,7 @@ impl<'a> Parser<'_, 'a> {
     fn expect_word(&mut self, expected: &'static str) -> Result<&'a str, SelectorError> {
         match self.next() {
             Some(Token::Word(word)) => Ok(word),
-            Some(other) => Err(SelectorError::Unexpected {
-                found: other.text(),
-                expected,
-            }),
-            None => Err(SelectorError::UnexpectedEnd {
-                after: self.previous_text(),
-                expected,
-            }),
+            other => Err(self.unexpected(other, expected)),
         }
     }
 
@@ -182,20 +186,9 @@ impl<'a> Parser<'_, 'a> {
     }
 
     fn values(&mut self) -> Result<BTreeSet<String>, SelectorError> {
-        match self.next() {
-            Some(Token::Open) => {}
-            Some(other) => {
-                return Err(SelectorError::Unexpected {
-                    found: other.text(),
-                    expected: "'('",
-                });
-            }
-            None => {
-                return Err(SelectorError::UnexpectedEnd {
-                    after: self.previous_text(),
-                    expected: "'('",
-                });
-            }
+        let open = self.next();
+        if open != Some(Token::Open) {
+            return Err(self.unexpected(open, "'('"));
         }
         let mut values = BTreeSet::new();
         loop {
@@ -203,18 +196,7 @@ impl<'a> Parser<'_, 'a> {
             match self.next() {
                 Some(Token::Comma) => {}
                 Some(Token::Close) => return Ok(values),
-                Some(other) => {
-                    return Err(SelectorError::Unexpected {
-                        found: other.text(),
-                        expected: "',' or ')'",
-                    });
-                }
-                None => {
-                    return Err(SelectorError::UnexpectedEnd {
-                        after: self.previous_text(),
-                        expected: "')'",
-                    });
-                }
+                other => return Err(self.unexpected(other, "',' or ')'")),
             }
         }
     }
@@ -246,10 +228,9 @@ impl<'a> Parser<'_, 'a> {
             Some(Token::Compare(operator)) => Err(SelectorError::Unsupported {
                 operator: operator.to_owned(),
             }),
-            Some(other) => Err(SelectorError::Unexpected {
-                found: other.text(),
-                expected: "an operator (=, ==, !=, in, notin), ',' or the end",
-            }),
+            other => {
+                Err(self.unexpected(other, "an operator (=, ==, !=, in, notin), ',' or the end"))
+            }
         }
     }
 }

@@ -87,16 +87,18 @@ pub(crate) fn service_account(name: &str, entries: Option<&[&str]>) -> ServiceAc
             uid: Some(format!("uid-sa-{name}")),
             ..ObjectMeta::default()
         },
-        image_pull_secrets: entries.map(|entries| {
-            entries
-                .iter()
-                .map(|name| LocalObjectReference {
-                    name: (*name).to_owned(),
-                })
-                .collect()
-        }),
+        image_pull_secrets: entries.map(references),
         ..ServiceAccount::default()
     }
+}
+
+pub(crate) fn references(names: &[&str]) -> Vec<LocalObjectReference> {
+    names
+        .iter()
+        .map(|name| LocalObjectReference {
+            name: (*name).to_owned(),
+        })
+        .collect()
 }
 
 pub(crate) fn entries(sa: &ServiceAccount) -> Vec<String> {

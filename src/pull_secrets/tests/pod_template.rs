@@ -1,18 +1,11 @@
-use k8s_openapi::api::core::v1::{LocalObjectReference, PodSpec};
+use k8s_openapi::api::core::v1::PodSpec;
 
-use super::strings;
-use crate::pull_secrets::pod_template::{inject, remove};
+use super::{references, strings};
+use crate::pull_secrets::pod_template::{inject, pod_service_account, remove};
 
 fn pod_spec(names: Option<&[&str]>) -> PodSpec {
     PodSpec {
-        image_pull_secrets: names.map(|names| {
-            names
-                .iter()
-                .map(|name| LocalObjectReference {
-                    name: (*name).to_owned(),
-                })
-                .collect()
-        }),
+        image_pull_secrets: names.map(references),
         ..PodSpec::default()
     }
 }
@@ -60,4 +53,16 @@ fn remove_drops_only_the_named_entries() {
     let mut ours_only = pod_spec(Some(&["copy"]));
     assert!(remove(&mut ours_only, &strings(&["copy"])));
     assert_eq!(ours_only.image_pull_secrets, None);
+}
+
+#[test]
+fn pods_that_name_no_service_account_run_as_default() {
+    let mut spec = pod_spec(None);
+    assert_eq!(pod_service_account(&spec), "default");
+    spec.service_account_name = Some(String::new());
+    assert_eq!(pod_service_account(&spec), "default", "empty means unset");
+    spec.service_account = Some("legacy-field".to_owned());
+    assert_eq!(pod_service_account(&spec), "legacy-field");
+    spec.service_account_name = Some("operator".to_owned());
+    assert_eq!(pod_service_account(&spec), "operator");
 }

@@ -62,7 +62,7 @@ fn bad_selectors_are_refused_with_the_reason() {
         ("env=not valid!", "expected ',' or the end"),
         ("env=-x", "not a valid label value"),
         ("replicas>3", "not supported"),
-        ("!", "unexpected end"),
+        ("!", "unexpected end after \"!\""),
     ];
     for (text, expected) in cases {
         let error = parse_selector(text).expect_err(text);

@@ -282,3 +282,52 @@ fn json_patch_matches_empty_names_as_the_server_renders_them() {
     let result = patched(&from_server, &edit).expect("test op matches {}");
     assert_eq!(entries(&result), ["", "user-pull", "copy"]);
 }
+
+#[test]
+fn new_and_restored_names_are_appended_together_in_sorted_order() {
+    let policy = RestorePolicy::default();
+    let sa = service_account("operator", Some(&["user-pull"]));
+    let sa = applied(
+        &sa,
+        &attach(&sa, &strings(&["b-copy"]), at(0), &policy).expect("attach"),
+    );
+    let mut wiped = sa.clone();
+    wiped.image_pull_secrets = Some(vec![Default::default()]);
+    wiped.image_pull_secrets.get_or_insert_default()[0].name = "user-pull".to_owned();
+    let edit = attach(&wiped, &strings(&["b-copy", "a-copy"]), at(1), &policy).expect("write");
+    assert_eq!(
+        (edit.added.as_slice(), edit.restored.as_slice()),
+        (&["a-copy".to_owned()][..], &["b-copy".to_owned()][..])
+    );
+    assert_eq!(
+        entries(&applied(&wiped, &edit)),
+        ["user-pull", "a-copy", "b-copy"]
+    );
+}
+
+#[test]
+fn a_service_account_about_to_be_created_gets_the_names_and_the_record() {
+    let mut rendered = service_account("operator", None);
+    rendered.metadata.resource_version = None;
+    rendered.metadata.uid = None;
+    let edit = attach_now(&rendered, &["copy"]).expect("attach");
+    assert_eq!(edit.resource_version, None);
+    let created = applied(&rendered, &edit);
+    assert_eq!(entries(&created), ["copy"]);
+    assert_eq!(recorded(&created), BTreeSet::from(["copy".to_owned()]));
+}
+
+#[test]
+fn detach_removes_one_entry_per_name_opcat_added() {
+    let sa = service_account("operator", None);
+    let mut sa = applied(&sa, &attach_now(&sa, &["copy"]).expect("attach"));
+    // Someone lists the same name again after opcat did.
+    sa.image_pull_secrets.get_or_insert_default().push(
+        k8s_openapi::api::core::v1::LocalObjectReference {
+            name: "copy".to_owned(),
+        },
+    );
+    let sa = applied(&sa, &detach(&sa, &strings(&["copy"])).expect("detach"));
+    assert_eq!(entries(&sa), ["copy"], "the other writer's entry stays");
+    assert_eq!(sa.metadata.annotations, None);
+}
