@@ -246,7 +246,8 @@ pub fn plan_namespace(input: &NamespaceInput<'_>) -> NamespacePlan {
     plan
 }
 
-/// The action for one wanted copy while propagating; records missing and invalid sources.
+/// The action for one wanted copy while propagating; records missing and invalid sources,
+/// whose existing copies are kept as they are (with current owners).
 fn plan_active(
     input: &NamespaceInput<'_>,
     plan: &mut NamespacePlan,
@@ -254,30 +255,19 @@ fn plan_active(
     source_name: &str,
     existing: Option<&Secret>,
 ) -> Option<CopyAction> {
-    let desired = match input.sources.get(source_name) {
-        Some(source) => desired_copy(source, input.catalog, source_name, input.namespace, owners),
-        None => {
-            plan.missing_sources.push(source_name.to_owned());
-            return existing.map(|existing| {
-                plan_copy(
-                    Some(existing),
-                    &kept_copy(existing, input.catalog, source_name, owners),
-                )
-            });
-        }
-    };
-    match desired {
-        Ok(desired) => Some(plan_copy(existing, &desired)),
-        Err(error) => {
-            plan.invalid_sources.push(error);
-            existing.map(|existing| {
-                plan_copy(
-                    Some(existing),
-                    &kept_copy(existing, input.catalog, source_name, owners),
-                )
-            })
-        }
+    let catalog = input.catalog;
+    match input.sources.get(source_name) {
+        None => plan.missing_sources.push(source_name.to_owned()),
+        Some(source) => match desired_copy(source, catalog, source_name, input.namespace, owners) {
+            Ok(desired) => return Some(plan_copy(existing, &desired)),
+            Err(error) => plan.invalid_sources.push(error),
+        },
     }
+    let existing = existing?;
+    Some(plan_copy(
+        Some(existing),
+        &kept_copy(existing, catalog, source_name, owners),
+    ))
 }
 
 /// While consent is unknown: no writes; a copy that is ours stays attached.

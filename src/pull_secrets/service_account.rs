@@ -205,8 +205,12 @@ fn edit(
     // equal to itself after a round trip.
     let now = clock.map(|(now, _)| Timestamp::from_second(now.as_second()).unwrap_or(now));
     let max_restores = clock.map_or(0, |(_, policy)| policy.max_restores);
-    let list = sa.image_pull_secrets.clone().unwrap_or_default();
-    let present: BTreeSet<&str> = list.iter().map(|entry| entry.name.as_str()).collect();
+    let present: BTreeSet<&str> = sa
+        .image_pull_secrets
+        .iter()
+        .flatten()
+        .map(|entry| entry.name.as_str())
+        .collect();
     let annotation = |key: &str| {
         let annotations = sa.metadata.annotations.as_ref();
         annotations.and_then(|annotations| annotations.get(key))
@@ -232,7 +236,7 @@ fn edit(
         .collect();
 
     let removed: Vec<&str> = detach.intersection(&recorded).copied().collect();
-    let mut new_list = list.clone();
+    let mut new_list = sa.image_pull_secrets.clone().unwrap_or_default();
     for name in &removed {
         if let Some(index) = new_list.iter().position(|entry| entry.name == *name) {
             new_list.remove(index);
