@@ -1,1 +1,52 @@
-//! TODO(skeleton): filled in by the issue that builds this module.
+//! Pull-secret propagation planning: pure functions, no client, no network, no clock (the time is
+//! passed in).
+//!
+//! The controller reads the CatalogSource, its `spec.secrets` (by name), the copies (by label),
+//! the install namespace, the CSVs and their ServiceAccounts; these functions say what to write:
+//!
+//! - [`names`]: copy names ([`copy_name`]), label and annotation keys.
+//! - [`owners`]: the catalog a copy comes from, the CSVs that own it.
+//! - [`copy`]: one copy: [`desired_copy`], and [`plan_copy`] → [`CopyAction`]
+//!   (create / update in place / recreate / conflict / in sync).
+//! - [`service_account`]: [`attach`] / [`detach`] on `imagePullSecrets`, keeping every foreign
+//!   entry, recording what opcat added; [`ServiceAccountEdit::json_patch`].
+//! - [`pod_template`]: [`inject`] / [`remove`] on a pod spec.
+//! - [`scope`]: consent ([`propagation_allowed`]), with the label selector parser in
+//!   [`selector`].
+//! - [`plan`]: everything for one catalog in one namespace ([`plan_namespace`]); [`report`]
+//!   turns a plan into conditions and events.
+//! - [`preflight`]: per-image registry results → the `PullCredentialsReady` condition.
+//! - [`vocabulary`]: condition types and reasons, event reasons, metric names.
+
+pub mod copy;
+pub mod names;
+pub mod owners;
+pub mod plan;
+pub mod pod_template;
+pub mod preflight;
+pub mod report;
+pub mod scope;
+pub mod selector;
+pub mod service_account;
+pub mod vocabulary;
+
+#[cfg(test)]
+mod tests;
+
+pub use copy::{
+    CopyAction, CopyChanges, CopyConflict, CopyError, desired_copy, kept_copy, plan_copy,
+    validate_source,
+};
+pub use names::copy_name;
+pub use owners::{CatalogRef, CsvOwner};
+pub use plan::{
+    CopyDeletion, CopyWrite, DeletionReason, InstalledCsv, NamespaceInput, NamespacePlan,
+    plan_namespace,
+};
+pub use pod_template::{inject, pod_service_account, remove};
+pub use preflight::{ImageCheck, ImageOutcome, credentials_condition};
+pub use report::{EventObject, PlanEvent};
+pub use scope::{NotPropagated, propagation_allowed};
+pub use selector::{SelectorError, parse_selector};
+pub use service_account::{RestorePolicy, ServiceAccountEdit, attach, detach};
+pub use vocabulary::{ConditionStatus, PullSecretCondition};
