@@ -274,8 +274,9 @@ pub struct ApiServiceDescription {
 /// A Kubernetes resource type used by a custom resource.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct ApiResourceReference {
-    /// Plural name of the resource.
-    pub name: String,
+    /// Name of the resource, if the reference is to one object (often omitted or empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Kind of the resource.
     pub kind: String,
     /// API version of the resource.
