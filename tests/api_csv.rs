@@ -56,6 +56,7 @@ fn modelled_fields_land_in_typed_fields() {
     assert_eq!(spec.owned_crds()[0].name, "sprockets.example.com");
     assert_eq!(
         spec.owned_crds()[0]
+            .presentation
             .spec_descriptors
             .as_ref()
             .expect("descriptors")[1]

@@ -181,20 +181,25 @@ pub struct ClusterServiceVersionSpec {
     pub other: BTreeMap<String, Value>,
 }
 
-/// Owned and required CustomResourceDefinitions.
+/// APIs the operator owns, and APIs that must exist before it can run.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-pub struct CustomResourceDefinitions {
-    /// CRDs the operator installs and manages.
+pub struct ApiDefinitions<T> {
+    /// APIs the operator provides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owned: Option<Vec<CrdDescription>>,
-    /// CRDs that another operator must provide first.
+    pub owned: Option<Vec<T>>,
+    /// APIs another operator or the cluster must provide first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub required: Option<Vec<CrdDescription>>,
+    pub required: Option<Vec<T>>,
 }
+
+/// Owned and required CustomResourceDefinitions (`spec.customresourcedefinitions`).
+pub type CustomResourceDefinitions = ApiDefinitions<CrdDescription>;
+
+/// Owned and required aggregated API services (`spec.apiservicedefinitions`).
+pub type ApiServiceDefinitions = ApiDefinitions<ApiServiceDescription>;
 
 /// A CustomResourceDefinition the operator owns or requires.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
 pub struct CrdDescription {
     /// Full name of the CRD, `<plural>.<group>`.
     pub name: String,
@@ -202,35 +207,9 @@ pub struct CrdDescription {
     pub version: String,
     /// Kind of the custom resources.
     pub kind: String,
-    /// Human-readable name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-    /// Description of the API.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Kubernetes resources the operator creates for each custom resource.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<Vec<ApiResourceReference>>,
-    /// Descriptions of status fields, for user interfaces.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status_descriptors: Option<Vec<Descriptor>>,
-    /// Descriptions of spec fields, for user interfaces.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec_descriptors: Option<Vec<Descriptor>>,
-    /// Actions user interfaces can offer on custom resources.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action_descriptors: Option<Vec<Descriptor>>,
-}
-
-/// Owned and required aggregated API services.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-pub struct ApiServiceDefinitions {
-    /// API services the operator serves.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owned: Option<Vec<ApiServiceDescription>>,
-    /// API services that must exist first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub required: Option<Vec<ApiServiceDescription>>,
+    /// How user interfaces present the API.
+    #[serde(flatten)]
+    pub presentation: ApiPresentation,
 }
 
 /// An aggregated API service (`<version>.<group>`) the operator owns or requires.
@@ -251,6 +230,15 @@ pub struct ApiServiceDescription {
     /// Container port the API is served on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_port: Option<i32>,
+    /// How user interfaces present the API.
+    #[serde(flatten)]
+    pub presentation: ApiPresentation,
+}
+
+/// How user interfaces present an owned or required API.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiPresentation {
     /// Human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
@@ -266,7 +254,7 @@ pub struct ApiServiceDescription {
     /// Descriptions of spec fields, for user interfaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_descriptors: Option<Vec<Descriptor>>,
-    /// Actions user interfaces can offer.
+    /// Actions user interfaces can offer on resources of this API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_descriptors: Option<Vec<Descriptor>>,
 }

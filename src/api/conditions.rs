@@ -1,7 +1,7 @@
 //! Pure helpers to set conditions in a status, keyed by condition type.
 //!
 //! Works on `metav1.Condition` (CatalogSource, OperatorGroup) and on OLM's own condition shapes
-//! ([`SubscriptionCondition`], [`InstallPlanCondition`]). The clock is passed in; nothing here
+//! ([`SubscriptionCondition`], [`InstallPlanCondition`]), through [`StatusCondition`]. The clock is passed in; nothing here
 //! reads the current time. `lastTransitionTime` changes only when `status` changes, so setting
 //! the same condition twice changes nothing (and the caller can skip the status write).
 
@@ -74,20 +74,35 @@ impl<'a> DesiredCondition<'a> {
     }
 }
 
-/// A condition shape that can be set by type.
-trait KeyedCondition: Sized {
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Condition {}
+    impl Sealed for super::SubscriptionCondition {}
+    impl Sealed for super::InstallPlanCondition {}
+}
+
+/// A condition shape kept in a list keyed by type: `metav1.Condition`,
+/// [`SubscriptionCondition`] or [`InstallPlanCondition`]. Implemented only here.
+pub trait StatusCondition: sealed::Sealed + Sized {
+    /// The condition's type.
     fn condition_type(&self) -> Option<&str>;
-    fn status(&self) -> Option<&str>;
+    /// The condition's status (`True`, `False`, `Unknown`).
+    fn condition_status(&self) -> Option<&str>;
     /// True iff the condition already says exactly what `desired` says.
     fn matches(&self, desired: &DesiredCondition<'_>) -> bool;
+    /// When the status last changed.
     fn last_transition_time(&self) -> Option<&Time>;
-    /// Builds the condition; `now` is the update time where the shape has one.
+    /// Builds the condition for `desired`; `now` is the update time where the shape has one.
     fn build(desired: &DesiredCondition<'_>, last_transition: Time, now: &Time) -> Self;
 }
 
-/// Sets `desired` in `conditions`, replacing the condition of the same type or appending it.
-/// Returns whether anything changed.
-fn set<C: KeyedCondition>(
+/// Sets `desired` in `conditions`: appends it when no condition has its type, otherwise
+/// replaces that condition, keeping `lastTransitionTime` unless the status changes. Returns
+/// whether the list changed (false means the status write can be skipped).
+///
+/// Subscription conditions get no `lastHeartbeatTime` (it would change on every reconcile);
+/// InstallPlan conditions get `lastUpdateTime = now` whenever they change.
+pub fn set_condition<C: StatusCondition>(
     conditions: &mut Vec<C>,
     desired: &DesiredCondition<'_>,
     now: &Time,
@@ -103,7 +118,9 @@ fn set<C: KeyedCondition>(
         Some(current) if current.matches(desired) => false,
         Some(current) => {
             let last_transition = match current.last_transition_time() {
-                Some(time) if current.status() == Some(desired.status.as_str()) => time.clone(),
+                Some(time) if current.condition_status() == Some(desired.status.as_str()) => {
+                    time.clone()
+                }
                 _ => now.clone(),
             };
             *current = C::build(desired, last_transition, now);
@@ -112,17 +129,37 @@ fn set<C: KeyedCondition>(
     }
 }
 
+/// The condition of type `type_`, if present.
+pub fn find_condition<'a, C: StatusCondition>(conditions: &'a [C], type_: &str) -> Option<&'a C> {
+    conditions
+        .iter()
+        .find(|c| c.condition_type() == Some(type_))
+}
+
+/// True iff a condition of type `type_` is present with status `True`.
+pub fn is_condition_true<C: StatusCondition>(conditions: &[C], type_: &str) -> bool {
+    find_condition(conditions, type_)
+        .is_some_and(|c| c.condition_status() == Some(condition_status::TRUE))
+}
+
+/// Removes the condition of type `type_`. Returns whether one was removed.
+pub fn remove_condition<C: StatusCondition>(conditions: &mut Vec<C>, type_: &str) -> bool {
+    let before = conditions.len();
+    conditions.retain(|c| c.condition_type() != Some(type_));
+    conditions.len() != before
+}
+
 fn non_empty(text: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-// === impl KeyedCondition for metav1.Condition ===
+// === impl StatusCondition for metav1.Condition ===
 
-impl KeyedCondition for Condition {
+impl StatusCondition for Condition {
     fn condition_type(&self) -> Option<&str> {
         Some(&self.type_)
     }
-    fn status(&self) -> Option<&str> {
+    fn condition_status(&self) -> Option<&str> {
         Some(&self.status)
     }
     fn matches(&self, desired: &DesiredCondition<'_>) -> bool {
@@ -146,24 +183,13 @@ impl KeyedCondition for Condition {
     }
 }
 
-/// Sets a `metav1.Condition` by type: appends it when missing, otherwise replaces reason,
-/// message and observed generation, keeping `lastTransitionTime` unless `status` changes.
-/// Returns whether the list changed.
-pub fn set_condition(
-    conditions: &mut Vec<Condition>,
-    desired: &DesiredCondition<'_>,
-    now: &Time,
-) -> bool {
-    set(conditions, desired, now)
-}
+// === impl StatusCondition for SubscriptionCondition ===
 
-// === impl KeyedCondition for SubscriptionCondition ===
-
-impl KeyedCondition for SubscriptionCondition {
+impl StatusCondition for SubscriptionCondition {
     fn condition_type(&self) -> Option<&str> {
         Some(&self.type_)
     }
-    fn status(&self) -> Option<&str> {
+    fn condition_status(&self) -> Option<&str> {
         Some(&self.status)
     }
     fn matches(&self, desired: &DesiredCondition<'_>) -> bool {
@@ -188,23 +214,13 @@ impl KeyedCondition for SubscriptionCondition {
     }
 }
 
-/// Sets a Subscription condition by type, with the same rules as [`set_condition`].
-/// `lastHeartbeatTime` is not written. Returns whether the list changed.
-pub fn set_subscription_condition(
-    conditions: &mut Vec<SubscriptionCondition>,
-    desired: &DesiredCondition<'_>,
-    now: &Time,
-) -> bool {
-    set(conditions, desired, now)
-}
+// === impl StatusCondition for InstallPlanCondition ===
 
-// === impl KeyedCondition for InstallPlanCondition ===
-
-impl KeyedCondition for InstallPlanCondition {
+impl StatusCondition for InstallPlanCondition {
     fn condition_type(&self) -> Option<&str> {
         self.type_.as_deref()
     }
-    fn status(&self) -> Option<&str> {
+    fn condition_status(&self) -> Option<&str> {
         self.status.as_deref()
     }
     fn matches(&self, desired: &DesiredCondition<'_>) -> bool {
@@ -227,52 +243,6 @@ impl KeyedCondition for InstallPlanCondition {
     }
 }
 
-/// Sets an InstallPlan condition by type, with the same rules as [`set_condition`];
-/// `lastUpdateTime` is set to `now` whenever the condition changes. Returns whether the list
-/// changed.
-pub fn set_install_plan_condition(
-    conditions: &mut Vec<InstallPlanCondition>,
-    desired: &DesiredCondition<'_>,
-    now: &Time,
-) -> bool {
-    set(conditions, desired, now)
-}
-
-/// The `metav1.Condition` of type `type_`, if present.
-pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
-    conditions.iter().find(|c| c.type_ == type_)
-}
-
-/// True iff a `metav1.Condition` of type `type_` is present with status `True`.
-pub fn is_condition_true(conditions: &[Condition], type_: &str) -> bool {
-    find_condition(conditions, type_).is_some_and(|c| c.status == condition_status::TRUE)
-}
-
-/// The Subscription condition of type `type_`, if present.
-pub fn find_subscription_condition<'a>(
-    conditions: &'a [SubscriptionCondition],
-    type_: &str,
-) -> Option<&'a SubscriptionCondition> {
-    conditions.iter().find(|c| c.type_ == type_)
-}
-
-/// Removes the `metav1.Condition` of type `type_`. Returns whether one was removed.
-pub fn remove_condition(conditions: &mut Vec<Condition>, type_: &str) -> bool {
-    let before = conditions.len();
-    conditions.retain(|c| c.type_ != type_);
-    conditions.len() != before
-}
-
-/// Removes the Subscription condition of type `type_`. Returns whether one was removed.
-pub fn remove_subscription_condition(
-    conditions: &mut Vec<SubscriptionCondition>,
-    type_: &str,
-) -> bool {
-    let before = conditions.len();
-    conditions.retain(|c| c.type_ != type_);
-    conditions.len() != before
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,7 +257,7 @@ mod tests {
 
     #[test]
     fn appends_a_missing_condition_stamped_now() {
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<Condition> = Vec::new();
         assert!(set_condition(
             &mut conditions,
             &ready(Status::True, "Loaded"),
@@ -303,7 +273,7 @@ mod tests {
 
     #[test]
     fn setting_the_same_condition_again_changes_nothing() {
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<Condition> = Vec::new();
         set_condition(&mut conditions, &ready(Status::True, "Loaded"), &at(10));
         let before = conditions.clone();
         assert!(!set_condition(
@@ -315,42 +285,46 @@ mod tests {
     }
 
     #[test]
-    fn new_reason_with_same_status_keeps_transition_time() {
-        let mut conditions = Vec::new();
-        set_condition(
-            &mut conditions,
-            &ready(Status::False, "PullFailed"),
-            &at(10),
-        );
-        assert!(set_condition(
-            &mut conditions,
-            &ready(Status::False, "CatalogInvalid"),
-            &at(20)
-        ));
-        assert_eq!(conditions[0].reason, "CatalogInvalid");
-        assert_eq!(conditions[0].last_transition_time, at(10));
-    }
-
-    #[test]
-    fn status_change_moves_transition_time() {
-        let mut conditions = Vec::new();
-        set_condition(
-            &mut conditions,
-            &ready(Status::False, "PullFailed"),
-            &at(10),
-        );
-        assert!(set_condition(
-            &mut conditions,
-            &ready(Status::True, "Loaded"),
-            &at(20)
-        ));
-        assert_eq!(conditions[0].status, "True");
-        assert_eq!(conditions[0].last_transition_time, at(20));
+    fn transition_time_moves_only_when_status_changes() {
+        // (first, second, expected lastTransitionTime)
+        let cases = [
+            (
+                (Status::False, "PullFailed"),
+                (Status::False, "CatalogInvalid"),
+                at(10),
+            ),
+            (
+                (Status::False, "PullFailed"),
+                (Status::True, "Loaded"),
+                at(20),
+            ),
+            (
+                (Status::True, "Loaded"),
+                (Status::Unknown, "Polling"),
+                at(20),
+            ),
+        ];
+        for (first, second, expected) in cases {
+            let mut conditions: Vec<Condition> = Vec::new();
+            set_condition(&mut conditions, &ready(first.0, first.1), &at(10));
+            assert!(set_condition(
+                &mut conditions,
+                &ready(second.0, second.1),
+                &at(20)
+            ));
+            assert_eq!(conditions.len(), 1);
+            assert_eq!(conditions[0].status, second.0.as_str());
+            assert_eq!(conditions[0].reason, second.1);
+            assert_eq!(
+                conditions[0].last_transition_time, expected,
+                "{first:?} -> {second:?}"
+            );
+        }
     }
 
     #[test]
     fn other_types_are_left_in_place() {
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<Condition> = Vec::new();
         set_condition(&mut conditions, &ready(Status::True, "Loaded"), &at(10));
         let other = DesiredCondition::new("Degraded", Status::False, "AsExpected", "");
         set_condition(&mut conditions, &other, &at(11));
@@ -366,7 +340,7 @@ mod tests {
 
     #[test]
     fn observed_generation_change_is_a_change_but_not_a_transition() {
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<Condition> = Vec::new();
         set_condition(
             &mut conditions,
             &ready(Status::True, "Loaded").observed_at(Some(1)),
@@ -383,7 +357,7 @@ mod tests {
 
     #[test]
     fn find_and_remove() {
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<Condition> = Vec::new();
         set_condition(&mut conditions, &ready(Status::True, "Loaded"), &at(10));
         assert!(is_condition_true(&conditions, "Ready"));
         assert!(!is_condition_true(&conditions, "Degraded"));
@@ -394,30 +368,18 @@ mod tests {
 
     #[test]
     fn subscription_condition_follows_the_same_rules_without_heartbeat() {
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<SubscriptionCondition> = Vec::new();
         let failed = DesiredCondition::new(
             "ResolutionFailed",
             Status::True,
             "ConstraintsNotSatisfiable",
             "no channel fast",
         );
-        assert!(set_subscription_condition(
-            &mut conditions,
-            &failed,
-            &at(10)
-        ));
-        assert!(!set_subscription_condition(
-            &mut conditions,
-            &failed,
-            &at(15)
-        ));
+        assert!(set_condition(&mut conditions, &failed, &at(10)));
+        assert!(!set_condition(&mut conditions, &failed, &at(15)));
         let resolved = DesiredCondition::new("ResolutionFailed", Status::False, "", "");
-        assert!(set_subscription_condition(
-            &mut conditions,
-            &resolved,
-            &at(20)
-        ));
-        let condition = find_subscription_condition(&conditions, "ResolutionFailed").unwrap();
+        assert!(set_condition(&mut conditions, &resolved, &at(20)));
+        let condition = find_condition(&conditions, "ResolutionFailed").unwrap();
         assert_eq!(condition.status, "False");
         assert_eq!(
             condition.reason, None,
@@ -426,10 +388,7 @@ mod tests {
         assert_eq!(condition.message, None);
         assert_eq!(condition.last_transition_time, Some(at(20)));
         assert_eq!(condition.last_heartbeat_time, None);
-        assert!(remove_subscription_condition(
-            &mut conditions,
-            "ResolutionFailed"
-        ));
+        assert!(remove_condition(&mut conditions, "ResolutionFailed"));
         assert!(conditions.is_empty());
     }
 
@@ -448,36 +407,20 @@ mod tests {
             "AllCatalogSourcesHealthy",
             "all healthy",
         );
-        assert!(set_subscription_condition(
-            &mut conditions,
-            &unhealthy,
-            &at(30)
-        ));
+        assert!(set_condition(&mut conditions, &unhealthy, &at(30)));
         assert_eq!(conditions[0].last_transition_time, Some(at(30)));
     }
 
     #[test]
     fn install_plan_condition_updates_last_update_time_only_on_change() {
-        let mut conditions = Vec::new();
+        let mut conditions: Vec<InstallPlanCondition> = Vec::new();
         let installed = DesiredCondition::new("Installed", Status::True, "", "");
-        assert!(set_install_plan_condition(
-            &mut conditions,
-            &installed,
-            &at(10)
-        ));
-        assert!(!set_install_plan_condition(
-            &mut conditions,
-            &installed,
-            &at(20)
-        ));
+        assert!(set_condition(&mut conditions, &installed, &at(10)));
+        assert!(!set_condition(&mut conditions, &installed, &at(20)));
         assert_eq!(conditions[0].last_update_time, Some(at(10)));
         let failed =
             DesiredCondition::new("Installed", Status::False, "InstallComponentFailed", "x");
-        assert!(set_install_plan_condition(
-            &mut conditions,
-            &failed,
-            &at(30)
-        ));
+        assert!(set_condition(&mut conditions, &failed, &at(30)));
         assert_eq!(conditions[0].last_update_time, Some(at(30)));
         assert_eq!(conditions[0].last_transition_time, Some(at(30)));
     }
