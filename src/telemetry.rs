@@ -55,7 +55,11 @@ pub fn init(format: LogFormat, default_directive: &str) -> Result<(), TelemetryE
         .with_span_events(FmtSpan::NONE);
     let result = match format {
         LogFormat::Text => builder.with_target(true).try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .try_init(),
     };
     result.map_err(|_| TelemetryError::AlreadyInstalled)
 }
