@@ -21,7 +21,7 @@ pub(crate) fn first_document(text: &str) -> Result<FirstDocument, String> {
             .collect::<Result<_, _>>()
             .map_err(|error| error.to_string())?
     } else {
-        serde_saphyr::from_multiple(text).map_err(|error| error.to_string())?
+        serde_saphyr::from_multiple(text).map_err(|error| error.without_snippet().to_string())?
     };
     let mut documents = documents.into_iter().filter(|document| !document.is_null());
     let value = documents.next();

@@ -58,6 +58,17 @@ pub const ALLOWED_KINDS: &[(&str, bool)] = &[
     ("PodMonitor", true),
 ];
 
+/// The API version OLM v0 uses for the kinds it creates with typed clients, where a manifest's
+/// own `apiVersion` is never looked at. Real bundles omit `apiVersion` on such objects and
+/// install fine with OLM; opcat fills it in (with a warning) for these kinds only.
+pub fn typed_client_api_version(kind: &str) -> Option<&'static str> {
+    match kind {
+        CLUSTER_ROLE | CLUSTER_ROLE_BINDING | ROLE | ROLE_BINDING => Some(RBAC_API_VERSION),
+        SERVICE_ACCOUNT | "Service" | "Secret" | "ConfigMap" => Some("v1"),
+        _ => None,
+    }
+}
+
 /// Whether `kind` may appear in a registry+v1 bundle.
 pub fn is_allowed(kind: &str) -> bool {
     ALLOWED_KINDS.iter().any(|(allowed, _)| *allowed == kind)

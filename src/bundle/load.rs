@@ -86,11 +86,28 @@ pub enum LoadWarning {
         /// How many documents were ignored.
         ignored: usize,
     },
+    /// A manifest had no `apiVersion`; the one OLM uses for its kind was filled in.
+    DefaultedApiVersion {
+        /// File name inside `manifests/`.
+        file: String,
+        /// The object's kind.
+        kind: String,
+        /// The API version filled in.
+        api_version: &'static str,
+    },
 }
 
 impl fmt::Display for LoadWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::DefaultedApiVersion {
+                file,
+                kind,
+                api_version,
+            } => write!(
+                f,
+                "manifests/{file} has no apiVersion; using {api_version}, as OLM does for {kind}"
+            ),
             Self::ExtraDocuments { file, ignored } => write!(
                 f,
                 "manifests/{file} holds {} YAML documents; only the first is used, as opm does",
@@ -355,9 +372,10 @@ struct Loader {
 
 impl Loader {
     fn manifest(&mut self, shown: &str, name: String, path: &Path) {
-        let Some(value) = self.read_document(shown, &name, path) else {
+        let Some(mut value) = self.read_document(shown, &name, path) else {
             return;
         };
+        self.default_api_version(&name, &mut value);
         let object: DynamicObject = match serde_path_to_error::deserialize(&value) {
             Ok(object) => object,
             Err(error) => {
@@ -413,6 +431,31 @@ impl Loader {
                 });
         }
         self.objects.push(BundleObject { file: name, object });
+    }
+
+    /// Fills in a missing `apiVersion` for the kinds OLM creates with typed clients.
+    fn default_api_version(&mut self, name: &str, value: &mut Value) {
+        let Value::Object(fields) = value else {
+            return;
+        };
+        if fields.get("apiVersion").is_some_and(|v| !v.is_null()) {
+            return;
+        }
+        let Some(kind) = fields
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        if let Some(api_version) = kinds::typed_client_api_version(&kind) {
+            fields.insert("apiVersion".to_owned(), Value::from(api_version));
+            self.warnings.push(LoadWarning::DefaultedApiVersion {
+                file: name.to_owned(),
+                kind,
+                api_version,
+            });
+        }
     }
 
     fn metadata(&mut self, shown: &str, name: String, path: &Path) {
