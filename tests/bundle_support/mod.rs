@@ -203,3 +203,17 @@ pub fn pull_secret_names(pod: &PodSpec) -> Vec<String> {
 pub fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> T {
     serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("test YAML does not parse: {e}"))
 }
+
+/// The shared third-party data: `$OPCAT_SHARED_DATA`, else `<repo>/../shared/data`. Fails (never
+/// skips) when it is missing.
+pub fn opcat_test_data_dir() -> PathBuf {
+    let dir = std::env::var_os("OPCAT_SHARED_DATA")
+        .map_or_else(|| repo_root().join("../shared/data"), PathBuf::from);
+    assert!(
+        dir.join("bundles").is_dir() && dir.join("expected").is_dir(),
+        "third-party test data not found at {} (set OPCAT_SHARED_DATA to the shared data \
+         directory)",
+        dir.display()
+    );
+    dir
+}
