@@ -5,7 +5,7 @@
 
 mod bundle_support;
 
-use bundle_support::{fixture, load, widget};
+use bundle_support::{fixture, load, minimal_csv, temp_bundle, widget};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use opcat::bundle::{Bundle, LoadError, LoadWarning, ManifestProblem};
 
@@ -89,19 +89,10 @@ fn a_missing_api_version_is_filled_in_only_for_kinds_olm_creates_with_typed_clie
         .unwrap();
     assert_eq!(role.api_version(), "rbac.authorization.k8s.io/v1");
 
-    let dir = tempfile::tempdir().unwrap();
-    let manifests = dir.path().join("manifests");
-    std::fs::create_dir(&manifests).unwrap();
-    std::fs::copy(
-        fixture("minimal").join("manifests/tiny.clusterserviceversion.yaml"),
-        manifests.join("csv.yaml"),
-    )
-    .unwrap();
-    std::fs::write(
-        manifests.join("pdb.yaml"),
+    let dir = temp_bundle(&[(
+        "manifests/pdb.yaml",
         "kind: PodDisruptionBudget\nmetadata:\n  name: tiny\n",
-    )
-    .unwrap();
+    )]);
     let error = Bundle::load(dir.path()).unwrap_err();
     assert_eq!(problem_kinds(&error), ["NotAnObject"]);
     assert!(
@@ -284,14 +275,8 @@ fn a_directory_without_manifests_names_the_missing_path() {
 
 #[test]
 fn a_csv_that_does_not_match_the_schema_names_the_field() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("manifests")).unwrap();
-    let csv = std::fs::read_to_string(
-        fixture("minimal").join("manifests/tiny.clusterserviceversion.yaml"),
-    )
-    .unwrap()
-    .replace("version: 0.1.0", "version: [0, 1, 0]");
-    std::fs::write(dir.path().join("manifests/csv.yaml"), csv).unwrap();
+    let csv = minimal_csv().replace("version: 0.1.0", "version: [0, 1, 0]");
+    let dir = temp_bundle(&[("manifests/csv.yaml", &csv)]);
     let error = Bundle::load(dir.path()).unwrap_err();
     assert_eq!(problem_kinds(&error), ["InvalidClusterServiceVersion"]);
     let message = error.to_string();
@@ -303,19 +288,7 @@ fn a_csv_that_does_not_match_the_schema_names_the_field() {
 
 #[test]
 fn metadata_that_is_not_yaml_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("manifests")).unwrap();
-    std::fs::create_dir(dir.path().join("metadata")).unwrap();
-    std::fs::copy(
-        fixture("minimal").join("manifests/tiny.clusterserviceversion.yaml"),
-        dir.path().join("manifests/csv.yaml"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("metadata/dependencies.yaml"),
-        "dependencies: [unclosed\n",
-    )
-    .unwrap();
+    let dir = temp_bundle(&[("metadata/dependencies.yaml", "dependencies: [unclosed\n")]);
     let error = Bundle::load(dir.path()).unwrap_err();
     assert_eq!(problem_kinds(&error), ["Syntax"]);
     assert!(
@@ -328,17 +301,11 @@ fn metadata_that_is_not_yaml_is_reported() {
 
 #[test]
 fn the_same_object_in_two_files_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let manifests = dir.path().join("manifests");
-    std::fs::create_dir(&manifests).unwrap();
-    std::fs::copy(
-        fixture("minimal").join("manifests/tiny.clusterserviceversion.yaml"),
-        manifests.join("csv.yaml"),
-    )
-    .unwrap();
     let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n";
-    std::fs::write(manifests.join("one.yaml"), config_map).unwrap();
-    std::fs::write(manifests.join("two.yaml"), config_map).unwrap();
+    let dir = temp_bundle(&[
+        ("manifests/one.yaml", config_map),
+        ("manifests/two.yaml", config_map),
+    ]);
     let error = Bundle::load(dir.path()).unwrap_err();
     assert_eq!(problem_kinds(&error), ["Duplicate"]);
     assert!(

@@ -62,39 +62,20 @@ const BUNDLES: &[(&str, Expect)] = &[
         "operator-controller/test/regression/convert/testdata/bundles/webhook-operator.v0.0.5",
         Expect::Unsupported,
     ),
-    // operator-registry's test bundles all ship apiextensions.k8s.io/v1beta1 CRDs.
-    (
-        "operator-registry/pkg/lib/bundle/testdata/validate/invalid_annotations_bundle",
-        Expect::Refused("CrdV1beta1"),
-    ),
-    (
-        "operator-registry/pkg/lib/bundle/testdata/validate/invalid_dependencies_bundle/invalid_dependency_type",
-        Expect::Refused("CrdV1beta1"),
-    ),
-    (
-        "operator-registry/pkg/lib/bundle/testdata/validate/invalid_dependencies_bundle/invalid_gvk_dependency",
-        Expect::Refused("CrdV1beta1"),
-    ),
-    (
-        "operator-registry/pkg/lib/bundle/testdata/validate/invalid_dependencies_bundle/invalid_label_dependency",
-        Expect::Refused("CrdV1beta1"),
-    ),
-    (
-        "operator-registry/pkg/lib/bundle/testdata/validate/invalid_dependencies_bundle/invalid_package_dependency",
-        Expect::Refused("CrdV1beta1"),
-    ),
-    (
-        "operator-registry/pkg/lib/bundle/testdata/validate/invalid_manifests_bundle/invalid_v1_crd",
-        Expect::Refused("CrdV1beta1"),
-    ),
-    (
-        "operator-registry/pkg/lib/bundle/testdata/validate/valid_bundle",
-        Expect::Refused("CrdV1beta1"),
-    ),
-    (
-        "operator-registry/pkg/lib/bundle/testdata/validate/valid_bundle_2",
-        Expect::Refused("CrdV1beta1"),
-    ),
+];
+
+/// operator-registry's test bundles (below `OPERATOR_REGISTRY`): all ship
+/// `apiextensions.k8s.io/v1beta1` CRDs, so all are refused with `CrdV1beta1`.
+const OPERATOR_REGISTRY: &str = "operator-registry/pkg/lib/bundle/testdata/validate";
+const OPERATOR_REGISTRY_BUNDLES: &[&str] = &[
+    "invalid_annotations_bundle",
+    "invalid_dependencies_bundle/invalid_dependency_type",
+    "invalid_dependencies_bundle/invalid_gvk_dependency",
+    "invalid_dependencies_bundle/invalid_label_dependency",
+    "invalid_dependencies_bundle/invalid_package_dependency",
+    "invalid_manifests_bundle/invalid_v1_crd",
+    "valid_bundle",
+    "valid_bundle_2",
 ];
 
 /// Directories below `root` that hold a `manifests/` directory, relative to `root`.
@@ -133,13 +114,23 @@ fn supported_targets(bundle: &Bundle) -> TargetNamespaces {
 #[test]
 fn third_party_bundles_load_or_are_refused_for_the_documented_reason() {
     let root = opcat_test_data_dir().join("bundles");
-    let listed: Vec<&str> = BUNDLES.iter().map(|(dir, _)| *dir).collect();
+    let expectations: Vec<(String, &Expect)> = BUNDLES
+        .iter()
+        .map(|(dir, expect)| ((*dir).to_owned(), expect))
+        .chain(OPERATOR_REGISTRY_BUNDLES.iter().map(|dir| {
+            (
+                format!("{OPERATOR_REGISTRY}/{dir}"),
+                &Expect::Refused("CrdV1beta1"),
+            )
+        }))
+        .collect();
+    let listed: Vec<&str> = expectations.iter().map(|(dir, _)| dir.as_str()).collect();
     assert_eq!(
         bundle_dirs(&root),
         listed,
         "every bundle of the data set has an expectation"
     );
-    for (dir, expect) in BUNDLES {
+    for (dir, expect) in &expectations {
         let loaded = Bundle::load(&root.join(dir));
         match (expect, loaded) {
             (Expect::Installable, Ok(bundle)) => {

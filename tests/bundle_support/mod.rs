@@ -217,3 +217,29 @@ pub fn opcat_test_data_dir() -> PathBuf {
     );
     dir
 }
+
+/// A bundle in a temporary directory: the `minimal` fixture's CSV as `manifests/csv.yaml`, then
+/// `files` (paths relative to the bundle root; a file named like the CSV replaces it).
+pub fn temp_bundle(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let csv = std::fs::read_to_string(
+        fixture("minimal").join("manifests/tiny.clusterserviceversion.yaml"),
+    )
+    .expect("minimal CSV");
+    for (path, content) in [("manifests/csv.yaml", csv.as_str())]
+        .into_iter()
+        .chain(files.iter().copied())
+    {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("a file path has a parent"))
+            .expect("create directory");
+        std::fs::write(&path, content).expect("write file");
+    }
+    dir
+}
+
+/// The minimal fixture's CSV text, for tests that change it.
+pub fn minimal_csv() -> String {
+    std::fs::read_to_string(fixture("minimal").join("manifests/tiny.clusterserviceversion.yaml"))
+        .expect("minimal CSV")
+}
