@@ -5,10 +5,10 @@
 //! - [`kinds`]: the kinds a bundle may contain.
 //! - [`validate`]: [`validate_for_install`], what opcat refuses to install.
 //! - [`install_mode`]: OperatorGroup targets → [`InstallModeType`](crate::api::cluster_service_version::InstallModeType).
-//! - [`service_accounts`]: which ServiceAccounts the bundle uses and which opcat creates.
+//! - [`service_accounts`](mod@service_accounts): which ServiceAccounts the bundle uses and which opcat creates.
 //! - [`ownership`]: labels, owner references and generated names of rendered objects.
-//! - [`render`]: [`render()`](render::render) → [`RenderedBundle`], objects grouped in apply order.
-//! - [`images`]: every image the bundle runs or names.
+//! - [`render`](mod@render): [`render()`](render::render) → [`RenderedBundle`], objects grouped in apply order.
+//! - [`images`](mod@images): every image the bundle runs or names.
 
 mod document;
 pub mod images;
