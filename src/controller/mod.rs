@@ -2,4 +2,6 @@
 //! build → apply → status. This module and its children are the only code that talks to the
 //! Kubernetes API.
 
+pub mod apply;
 pub mod drift;
+pub mod resources;
