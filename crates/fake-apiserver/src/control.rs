@@ -120,7 +120,11 @@ impl RequestCounts {
     }
 
     fn sum(&self, pred: impl Fn(&RequestKey) -> bool) -> u64 {
-        self.counts.iter().filter(|(k, _)| pred(k)).map(|(_, v)| v).sum()
+        self.counts
+            .iter()
+            .filter(|(k, _)| pred(k))
+            .map(|(_, v)| v)
+            .sum()
     }
 }
 
@@ -209,7 +213,10 @@ impl Control {
     /// Records the request; returns the status of a matching fault (consuming one use).
     pub(crate) fn admit(&mut self, key: &RequestKey, name: &str) -> Option<u16> {
         self.counts.record(key.clone());
-        let fault = self.faults.iter_mut().find(|f| f.times > 0 && f.matches(key, name))?;
+        let fault = self
+            .faults
+            .iter_mut()
+            .find(|f| f.times > 0 && f.matches(key, name))?;
         fault.times -= 1;
         let status = fault.status;
         self.faults.retain(|f| f.times > 0);
@@ -233,7 +240,12 @@ mod tests {
     #[test]
     fn faults_match_and_run_out() {
         let mut c = Control::default();
-        c.faults.push(Fault::new(500).verb(Verb::Patch).resource("secrets").times(2));
+        c.faults.push(
+            Fault::new(500)
+                .verb(Verb::Patch)
+                .resource("secrets")
+                .times(2),
+        );
         assert_eq!(c.admit(&key(Verb::Get, "", "secrets"), "a"), None);
         assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "a"), Some(500));
         assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "b"), Some(500));

@@ -110,7 +110,8 @@ fn container(c: &mut Map<String, Value>) {
     default_field(c, "resources", json!({}));
     let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
     let last = image.rsplit('/').next().unwrap_or_default();
-    let latest = !image.contains('@') && last.split_once(':').is_none_or(|(_, tag)| tag == "latest");
+    let latest =
+        !image.contains('@') && last.split_once(':').is_none_or(|(_, tag)| tag == "latest");
     default_field(
         c,
         "imagePullPolicy",

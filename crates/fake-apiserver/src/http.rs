@@ -74,7 +74,9 @@ users:
 impl FakeApiServer {
     /// Starts serving over HTTP on a free port of 127.0.0.1 and writes a kubeconfig for it.
     pub async fn serve_http(&self) -> Result<HttpHandle, Error> {
-        let listener = TcpListener::bind("127.0.0.1:0").await.map_err(Error::Http)?;
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(Error::Http)?;
         let addr = listener.local_addr().map_err(Error::Http)?;
         let dir = tempfile::tempdir().map_err(Error::Http)?;
         let path = dir.path().join("kubeconfig");
@@ -103,7 +105,8 @@ impl FakeApiServer {
                             let bytes: Bytes = match body.collect().await {
                                 Ok(b) => b.to_bytes(),
                                 Err(e) => {
-                                    let err = ApiError::bad_request(format!("reading request body: {e}"));
+                                    let err =
+                                        ApiError::bad_request(format!("reading request body: {e}"));
                                     return Ok::<_, std::convert::Infallible>(error_response(&err));
                                 }
                             };

@@ -62,7 +62,9 @@ impl IdSource {
 
 /// Now, as `metav1.Time` serialises it (`2006-01-02T15:04:05Z`).
 pub(crate) fn now_rfc3339() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 #[cfg(test)]

@@ -8,16 +8,30 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use fake_apiserver::{FakeApiServer, Fault, Verb};
-//! use k8s_openapi::api::core::v1::Secret;
-//! use kube::api::{Api, PostParams};
+//! use fake_apiserver::{DeploymentMode, FakeApiServer, Fault, Verb};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::{Api, ObjectMeta, PostParams};
 //!
-//! let server = FakeApiServer::new();
-//! let secrets: Api<Secret> = Api::namespaced(server.client(), "default");
-//! secrets.create(&PostParams::default(), &Secret::default()).await.ok();
-//! server.inject_failure(Fault::new(503).verb(Verb::Patch).resource("secrets"));
-//! assert_eq!(server.request_counts().writes(), 1);
+//! // In-process: a real kube::Client over a tower Service.
+//! let server = FakeApiServer::builder()
+//!     .deployment_mode(DeploymentMode::HeldUntilReleased)
+//!     .build();
+//! let api: Api<ConfigMap> = Api::default_namespaced(server.client());
+//! let cm = ConfigMap {
+//!     metadata: ObjectMeta { name: Some("settings".into()), ..ObjectMeta::default() },
+//!     ..ConfigMap::default()
+//! };
+//! api.create(&PostParams::default(), &cm).await?;
 //!
+//! // Test controls: fail the next patch of a ConfigMap, then count requests.
+//! server.inject_failure(Fault::new(503).verb(Verb::Patch).resource("configmaps"));
+//! server.reset_counts();
+//! // ... run a reconciler to a fixed point, then:
+//! assert_eq!(server.request_counts().writes(), 0, "steady state makes no writes");
+//! let stored: Option<ConfigMap> = server.get("default", "settings"); // not counted
+//! # let _ = stored;
+//!
+//! // Over HTTP, for another process (e.g. the opcat binary with KUBECONFIG set).
 //! let http = server.serve_http().await?;
 //! let kubeconfig = kube::config::Kubeconfig::read_from(http.kubeconfig_path())?;
 //! let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;

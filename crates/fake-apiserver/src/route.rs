@@ -134,16 +134,25 @@ mod tests {
     #[test]
     fn namespaced_and_cluster_paths() {
         let r = res("/api/v1/namespaces/ns/secrets/s");
-        assert_eq!((r.namespace.as_str(), r.plural.as_str(), r.name.as_str()), ("ns", "secrets", "s"));
+        assert_eq!(
+            (r.namespace.as_str(), r.plural.as_str(), r.name.as_str()),
+            ("ns", "secrets", "s")
+        );
         let r = res("/apis/apps/v1/namespaces/ns/deployments/d/status");
         assert_eq!(r.subresource.as_deref(), Some("status"));
         let r = res("/api/v1/namespaces/ns");
-        assert_eq!((r.plural.as_str(), r.name.as_str(), r.namespace.as_str()), ("namespaces", "ns", ""));
+        assert_eq!(
+            (r.plural.as_str(), r.name.as_str(), r.namespace.as_str()),
+            ("namespaces", "ns", "")
+        );
         let r = res("/api/v1/namespaces/ns/finalize");
         assert_eq!((r.plural.as_str(), r.name.as_str()), ("namespaces", "ns"));
         assert_eq!(r.subresource.as_deref(), Some("finalize"));
         let r = res("/apis/example.com/v1/widgets");
-        assert_eq!((r.group.as_str(), r.plural.as_str(), r.name.as_str()), ("example.com", "widgets", ""));
+        assert_eq!(
+            (r.group.as_str(), r.plural.as_str(), r.name.as_str()),
+            ("example.com", "widgets", "")
+        );
     }
 
     #[test]
@@ -151,14 +160,20 @@ mod tests {
         assert_eq!(parse("/apis"), Some(Route::Discovery(Discovery::Groups)));
         assert_eq!(
             parse("/apis/apps/v1"),
-            Some(Route::Discovery(Discovery::Resources { group: "apps".into(), version: "v1".into() }))
+            Some(Route::Discovery(Discovery::Resources {
+                group: "apps".into(),
+                version: "v1".into()
+            }))
         );
     }
 
     #[test]
     fn verbs_from_method_and_shape() {
         assert_eq!(verb(&Method::GET, false, true), Some(Verb::Watch));
-        assert_eq!(verb(&Method::DELETE, false, false), Some(Verb::DeleteCollection));
+        assert_eq!(
+            verb(&Method::DELETE, false, false),
+            Some(Verb::DeleteCollection)
+        );
         assert_eq!(verb(&Method::POST, true, false), None);
     }
 }

@@ -47,7 +47,9 @@ fn parse_set(rest: &str, whole: &str) -> Result<Vec<String>, String> {
         .trim()
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| format!("unable to parse requirement: {whole:?}: expected '(' value set ')'"))?;
+        .ok_or_else(|| {
+            format!("unable to parse requirement: {whole:?}: expected '(' value set ')'")
+        })?;
     Ok(inner
         .split(',')
         .map(|v| v.trim().to_string())
@@ -61,7 +63,10 @@ fn parse_requirement(raw: &str) -> Result<Requirement, String> {
         return Ok(Requirement::NotExists(key.trim().to_string()));
     }
     for (op, ctor) in [
-        ("!=", Requirement::NotEquals as fn(String, String) -> Requirement),
+        (
+            "!=",
+            Requirement::NotEquals as fn(String, String) -> Requirement,
+        ),
         ("==", Requirement::Equals),
         ("=", Requirement::Equals),
     ] {
@@ -127,12 +132,12 @@ impl LabelSelector {
             Requirement::NotIn(k, vs) => get(k).is_none_or(|l| vs.iter().all(|v| v != l)),
             Requirement::Exists(k) => get(k).is_some(),
             Requirement::NotExists(k) => get(k).is_none(),
-            Requirement::GreaterThan(k, n) => {
-                get(k).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l > *n)
-            }
-            Requirement::LessThan(k, n) => {
-                get(k).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l < *n)
-            }
+            Requirement::GreaterThan(k, n) => get(k)
+                .and_then(|l| l.parse::<i64>().ok())
+                .is_some_and(|l| l > *n),
+            Requirement::LessThan(k, n) => get(k)
+                .and_then(|l| l.parse::<i64>().ok())
+                .is_some_and(|l| l < *n),
         })
     }
 }
@@ -159,7 +164,9 @@ impl FieldSelector {
             } else if let Some((f, v)) = term.split_once('=') {
                 (f, true, v)
             } else {
-                return Err(format!("invalid selector: '{s}'; can't understand '{term}'"));
+                return Err(format!(
+                    "invalid selector: '{s}'; can't understand '{term}'"
+                ));
             };
             let field = field.trim();
             if !allowed.contains(&field) {
@@ -218,7 +225,11 @@ mod tests {
             ("tier<1", false),
             ("app in (db),tier", false),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&o), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&o),
+                want,
+                "{sel}"
+            );
         }
     }
 
@@ -231,9 +242,21 @@ mod tests {
     fn field_selectors_on_allowed_fields_only() {
         let allowed = ["metadata.name", "metadata.namespace", "type"];
         let o = obj(json!({}));
-        assert!(FieldSelector::parse("metadata.name=n", &allowed).unwrap().matches(&o));
-        assert!(!FieldSelector::parse("metadata.namespace!=ns", &allowed).unwrap().matches(&o));
-        assert!(FieldSelector::parse("type==Opaque", &allowed).unwrap().matches(&o));
+        assert!(
+            FieldSelector::parse("metadata.name=n", &allowed)
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.namespace!=ns", &allowed)
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            FieldSelector::parse("type==Opaque", &allowed)
+                .unwrap()
+                .matches(&o)
+        );
         let err = FieldSelector::parse("spec.x=1", &allowed).unwrap_err();
         assert_eq!(err, "field label not supported: spec.x");
     }

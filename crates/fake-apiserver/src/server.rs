@@ -68,11 +68,15 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn cluster(&self) -> MutexGuard<'_, Cluster> {
-        self.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.cluster
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn control(&self) -> MutexGuard<'_, Control> {
-        self.control.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.control
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -170,7 +174,10 @@ impl Builder {
 }
 
 fn seed_into(cluster: &mut Cluster, obj: Value) -> Result<Value, Error> {
-    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let info = cluster
@@ -322,7 +329,14 @@ impl FakeApiServer {
     }
 
     /// Reads a stored object as JSON by group, version and plural (not counted).
-    pub fn raw(&self, group: &str, version: &str, plural: &str, namespace: &str, name: &str) -> Option<Value> {
+    pub fn raw(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
         let key = ResourceKey {
             group: group.to_string(),
             plural: plural.to_string(),
@@ -355,7 +369,9 @@ impl FakeApiServer {
     /// Lets a held Deployment become available ([`DeploymentMode::HeldUntilReleased`]).
     pub fn release_deployment(&self, namespace: &str, name: &str) {
         let mut cluster = self.shared.cluster();
-        cluster.released.insert((namespace.to_string(), name.to_string()));
+        cluster
+            .released
+            .insert((namespace.to_string(), name.to_string()));
         cluster.resync_deployments();
     }
 

@@ -14,8 +14,8 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::cluster::{DeleteOptions, ListParams, Target, WatchParams, WriteParams};
 use crate::cluster::update::PatchType;
+use crate::cluster::{DeleteOptions, ListParams, Target, WatchParams, WriteParams};
 use crate::control::{RequestKey, Verb};
 use crate::discovery;
 use crate::route::{self, Discovery, ResourcePath, Route};
@@ -29,7 +29,8 @@ pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
 fn respond(code: u16, content_type: &str, body: &Value) -> Response<ResponseBody> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut resp = Response::new(Full::new(Bytes::from(bytes)).boxed_unsync());
-    *resp.status_mut() = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    *resp.status_mut() =
+        http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     if let Ok(v) = HeaderValue::from_str(content_type) {
         resp.headers_mut().insert(header::CONTENT_TYPE, v);
     }
@@ -48,8 +49,10 @@ fn stream_response(
     stream: impl futures::Stream<Item = Result<http_body::Frame<Bytes>, Infallible>> + Send + 'static,
 ) -> Response<ResponseBody> {
     let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -113,10 +116,18 @@ fn discovery_response(shared: &Shared, d: &Discovery, aggregated: bool) -> Respo
     let registry = &cluster.registry;
     let doc = match d {
         Discovery::CoreVersions if aggregated => {
-            return respond(200, discovery::AGGREGATED_CONTENT_TYPE, &discovery::aggregated(registry, true));
+            return respond(
+                200,
+                discovery::AGGREGATED_CONTENT_TYPE,
+                &discovery::aggregated(registry, true),
+            );
         }
         Discovery::Groups if aggregated => {
-            return respond(200, discovery::AGGREGATED_CONTENT_TYPE, &discovery::aggregated(registry, false));
+            return respond(
+                200,
+                discovery::AGGREGATED_CONTENT_TYPE,
+                &discovery::aggregated(registry, false),
+            );
         }
         Discovery::CoreVersions => Some(discovery::core_versions()),
         Discovery::Groups => Some(discovery::groups(registry)),
@@ -149,7 +160,10 @@ fn query_flag(query: &[(String, String)], key: &str, value: &str) -> bool {
     query.iter().any(|(k, v)| k == key && v == value)
 }
 
-fn resource_request(shared: &Arc<Shared>, req: ResourceRequest) -> Result<Response<ResponseBody>, ApiError> {
+fn resource_request(
+    shared: &Arc<Shared>,
+    req: ResourceRequest,
+) -> Result<Response<ResponseBody>, ApiError> {
     let rp = &req.path;
     let watch = query_flag(&req.query, "watch", "true") || query_flag(&req.query, "watch", "1");
     let verb = route::verb(&req.method, !rp.name.is_empty(), watch);
@@ -169,7 +183,10 @@ fn resource_request(shared: &Arc<Shared>, req: ResourceRequest) -> Result<Respon
         .cloned()
         .ok_or_else(ApiError::no_route)?;
     let Some(verb) = verb else {
-        return Err(ApiError::method_not_allowed(req.method.as_str(), info.group_resource()));
+        return Err(ApiError::method_not_allowed(
+            req.method.as_str(),
+            info.group_resource(),
+        ));
     };
     let subresource_ok = match rp.subresource.as_deref() {
         None => true,
@@ -178,7 +195,7 @@ fn resource_request(shared: &Arc<Shared>, req: ResourceRequest) -> Result<Respon
         Some(_) => false,
     };
     let scope_ok = if info.namespaced {
-        !(rp.namespace.is_empty() && !rp.name.is_empty())
+        !rp.namespace.is_empty() || rp.name.is_empty()
     } else {
         rp.namespace.is_empty()
     };
@@ -222,7 +239,9 @@ fn resource_request(shared: &Arc<Shared>, req: ResourceRequest) -> Result<Respon
                 rx: started.rx,
                 bookmarks: wp.allow_bookmarks,
                 bookmark_interval: shared.bookmark_interval,
-                deadline: wp.timeout_seconds.map(|s| Instant::now() + std::time::Duration::from_secs(s)),
+                deadline: wp
+                    .timeout_seconds
+                    .map(|s| Instant::now() + std::time::Duration::from_secs(s)),
                 shared: Arc::downgrade(shared),
             };
             return Ok(stream_response(stream.into_stream()));

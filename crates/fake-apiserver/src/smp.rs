@@ -137,7 +137,11 @@ fn merge_list(original: &[Value], patch: &[Value], schema: &Schema) -> Result<Va
         }
         ListKind::Map { .. } => {
             let key = merge_key(schema).unwrap_or("name");
-            let mut out: Vec<Value> = if replace { Vec::new() } else { original.to_vec() };
+            let mut out: Vec<Value> = if replace {
+                Vec::new()
+            } else {
+                original.to_vec()
+            };
             for item in patch_items {
                 let Value::Object(item_map) = item else {
                     return Err(format!(
@@ -226,16 +230,25 @@ mod tests {
         let orig = json!({"imagePullSecrets": [{"name": "theirs"}], "containers": [{"name": "a", "image": "1", "env": [{"name": "X", "value": "1"}]}]});
         let patch = json!({"imagePullSecrets": [{"name": "ours"}], "containers": [{"name": "a", "env": [{"name": "Y", "value": "2"}]}]});
         let out = strategic_merge(&orig, &patch, &pod_spec()).unwrap();
-        assert_eq!(out["imagePullSecrets"], json!([{"name": "theirs"}, {"name": "ours"}]));
+        assert_eq!(
+            out["imagePullSecrets"],
+            json!([{"name": "theirs"}, {"name": "ours"}])
+        );
         assert_eq!(out["containers"][0]["image"], "1");
-        assert_eq!(out["containers"][0]["env"], json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]));
+        assert_eq!(
+            out["containers"][0]["env"],
+            json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}])
+        );
     }
 
     #[test]
     fn lists_without_strategy_are_replaced() {
         let orig = json!({"tolerations": [{"key": "a"}]});
         let patch = json!({"tolerations": [{"key": "b"}]});
-        assert_eq!(strategic_merge(&orig, &patch, &pod_spec()).unwrap()["tolerations"], json!([{"key": "b"}]));
+        assert_eq!(
+            strategic_merge(&orig, &patch, &pod_spec()).unwrap()["tolerations"],
+            json!([{"key": "b"}])
+        );
     }
 
     #[test]
@@ -252,7 +265,12 @@ mod tests {
         let orig = json!({"finalizers": ["a", "b"]});
         let out = strategic_merge(&orig, &json!({"finalizers": ["c", "a"]}), &pod_spec()).unwrap();
         assert_eq!(out["finalizers"], json!(["a", "b", "c"]));
-        let out = strategic_merge(&out, &json!({"$deleteFromPrimitiveList/finalizers": ["b"]}), &pod_spec()).unwrap();
+        let out = strategic_merge(
+            &out,
+            &json!({"$deleteFromPrimitiveList/finalizers": ["b"]}),
+            &pod_spec(),
+        )
+        .unwrap();
         assert_eq!(out["finalizers"], json!(["a", "c"]));
     }
 }

@@ -18,7 +18,7 @@ pub(crate) struct ApiError {
     pub(crate) code: u16,
     pub(crate) reason: &'static str,
     pub(crate) message: String,
-    pub(crate) details: Option<Details>,
+    pub(crate) details: Option<Box<Details>>,
 }
 
 /// `Status.details`.
@@ -69,23 +69,31 @@ impl ApiError {
     /// 404 `secrets "x" not found`.
     pub(crate) fn not_found(gr: GroupResource<'_>, name: &str) -> Self {
         Self {
-            details: Some(gr.details(name)),
-            ..Self::new(404, "NotFound", format!("{} \"{name}\" not found", gr.qualified()))
+            details: Some(Box::new(gr.details(name))),
+            ..Self::new(
+                404,
+                "NotFound",
+                format!("{} \"{name}\" not found", gr.qualified()),
+            )
         }
     }
 
     /// 404 for a path that names no resource the server knows.
     pub(crate) fn no_route() -> Self {
         Self {
-            details: Some(Details::default()),
-            ..Self::new(404, "NotFound", "the server could not find the requested resource")
+            details: Some(Box::default()),
+            ..Self::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
         }
     }
 
     /// 409 `secrets "x" already exists`.
     pub(crate) fn already_exists(gr: GroupResource<'_>, name: &str) -> Self {
         Self {
-            details: Some(gr.details(name)),
+            details: Some(Box::new(gr.details(name))),
             ..Self::new(
                 409,
                 "AlreadyExists",
@@ -106,7 +114,7 @@ impl ApiError {
     /// 409 `Operation cannot be fulfilled on secrets "x": <why>`.
     pub(crate) fn conflict(gr: GroupResource<'_>, name: &str, why: &str) -> Self {
         Self {
-            details: Some(gr.details(name)),
+            details: Some(Box::new(gr.details(name))),
             ..Self::new(
                 409,
                 "Conflict",
@@ -121,10 +129,10 @@ impl ApiError {
     /// 409 server-side apply conflict (`errors.NewApplyConflict`).
     pub(crate) fn apply_conflict(message: String, causes: Vec<Cause>) -> Self {
         Self {
-            details: Some(Details {
+            details: Some(Box::new(Details {
                 causes,
                 ..Details::default()
-            }),
+            })),
             ..Self::new(409, "Conflict", message)
         }
     }
@@ -148,12 +156,12 @@ impl ApiError {
             ),
         };
         Self {
-            details: Some(Details {
+            details: Some(Box::new(Details {
                 name: name.to_string(),
                 group: group.to_string(),
                 kind: kind.to_string(),
                 causes,
-            }),
+            })),
             ..Self::new(422, "Invalid", message)
         }
     }
@@ -171,7 +179,7 @@ impl ApiError {
     /// 403 Forbidden for `verb` on `resource "name"`.
     pub(crate) fn forbidden(gr: GroupResource<'_>, name: &str, why: &str) -> Self {
         Self {
-            details: Some(gr.details(name)),
+            details: Some(Box::new(gr.details(name))),
             ..Self::new(
                 403,
                 "Forbidden",
@@ -252,10 +260,7 @@ impl ApiError {
         Self::new(
             500,
             "InternalError",
-            format!(
-                "Internal error occurred: {}",
-                message.into()
-            ),
+            format!("Internal error occurred: {}", message.into()),
         )
     }
 

@@ -262,60 +262,83 @@ impl Store {
     }
 
     /// Stores a new object under the next `resourceVersion` and returns it.
-    pub(crate) fn insert(&mut self, key: &ResourceKey, ns: &str, name: &str, mut obj: Value) -> Arc<Value> {
-        self.rv += 1;
-        set_rv(&mut obj, self.rv);
-        let obj = Arc::new(obj);
-        if let Some(uid) = uid_of(&obj) {
-            self.uids.insert(
-                uid.to_string(),
-                ObjRef {
-                    key: key.clone(),
-                    namespace: ns.to_string(),
-                    name: name.to_string(),
-                },
-            );
-        }
-        self.buckets
-            .entry(key.clone())
-            .or_default()
-            .objects
-            .insert((ns.to_string(), name.to_string()), obj.clone());
-        let rv = self.rv;
-        self.record(key, HistoryEvent { rv, kind: EventType::Added, old: None, new: obj.clone() });
-        obj
+    pub(crate) fn insert(
+        &mut self,
+        key: &ResourceKey,
+        ns: &str,
+        name: &str,
+        obj: Value,
+    ) -> Arc<Value> {
+        self.commit(key, ns, name, obj, EventType::Added)
     }
 
     /// Replaces an existing object under the next `resourceVersion` and returns it.
-    pub(crate) fn update(&mut self, key: &ResourceKey, ns: &str, name: &str, mut obj: Value) -> Arc<Value> {
-        self.rv += 1;
-        set_rv(&mut obj, self.rv);
-        let obj = Arc::new(obj);
-        let old = self
-            .buckets
-            .entry(key.clone())
-            .or_default()
-            .objects
-            .insert((ns.to_string(), name.to_string()), obj.clone());
-        let rv = self.rv;
-        self.record(key, HistoryEvent { rv, kind: EventType::Modified, old, new: obj.clone() });
-        obj
+    pub(crate) fn update(
+        &mut self,
+        key: &ResourceKey,
+        ns: &str,
+        name: &str,
+        obj: Value,
+    ) -> Arc<Value> {
+        self.commit(key, ns, name, obj, EventType::Modified)
     }
 
     /// Removes an object; `last` is its final state (the DELETED event carries it).
-    pub(crate) fn remove(&mut self, key: &ResourceKey, ns: &str, name: &str, mut last: Value) -> Arc<Value> {
+    pub(crate) fn remove(
+        &mut self,
+        key: &ResourceKey,
+        ns: &str,
+        name: &str,
+        last: Value,
+    ) -> Arc<Value> {
+        self.commit(key, ns, name, last, EventType::Deleted)
+    }
+
+    /// One write: the next `resourceVersion`, the storage change, the uid index, the event.
+    fn commit(
+        &mut self,
+        key: &ResourceKey,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        kind: EventType,
+    ) -> Arc<Value> {
         self.rv += 1;
-        set_rv(&mut last, self.rv);
-        let last = Arc::new(last);
-        if let Some(bucket) = self.buckets.get_mut(key) {
-            bucket.objects.remove(&(ns.to_string(), name.to_string()));
-        }
-        if let Some(uid) = uid_of(&last) {
-            self.uids.remove(uid);
+        set_rv(&mut obj, self.rv);
+        let obj = Arc::new(obj);
+        let slot = (ns.to_string(), name.to_string());
+        let objects = &mut self.buckets.entry(key.clone()).or_default().objects;
+        let old = match kind {
+            EventType::Deleted => {
+                objects.remove(&slot);
+                None
+            }
+            EventType::Added | EventType::Modified => objects.insert(slot, obj.clone()),
+        };
+        if let Some(uid) = uid_of(&obj) {
+            if kind == EventType::Deleted {
+                self.uids.remove(uid);
+            } else {
+                let at = ObjRef {
+                    key: key.clone(),
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                };
+                self.uids.insert(uid.to_string(), at);
+            }
         }
         let rv = self.rv;
-        self.record(key, HistoryEvent { rv, kind: EventType::Deleted, old: None, new: last.clone() });
-        last
+        let old = old.filter(|_| kind == EventType::Modified);
+        self.record(
+            key,
+            HistoryEvent {
+                rv,
+                kind,
+                old,
+                new: obj.clone(),
+            },
+        );
+        obj
     }
 
     /// Forgets a resource entirely (its CRD is gone) and ends its watches.
@@ -333,7 +356,12 @@ impl Store {
     }
 
     /// Registers a watcher; fails with 410 when `from` is older than the retained history.
-    pub(crate) fn watch(&mut self, key: &ResourceKey, filter: Filter, from: WatchFrom) -> Result<WatchStart, ApiError> {
+    pub(crate) fn watch(
+        &mut self,
+        key: &ResourceKey,
+        filter: Filter,
+        from: WatchFrom,
+    ) -> Result<WatchStart, ApiError> {
         let bucket = self.buckets.entry(key.clone()).or_default();
         let initial = match from {
             WatchFrom::CurrentState => bucket
@@ -361,9 +389,9 @@ impl Store {
 
     /// Number of open watches on `key` (tests use it to wait for a controller to start).
     pub(crate) fn watcher_count(&self, key: &ResourceKey) -> usize {
-        self.buckets
-            .get(key)
-            .map_or(0, |b| b.watchers.iter().filter(|w| !w.tx.is_closed()).count())
+        self.buckets.get(key).map_or(0, |b| {
+            b.watchers.iter().filter(|w| !w.tx.is_closed()).count()
+        })
     }
 }
 
@@ -373,7 +401,10 @@ mod tests {
     use serde_json::json;
 
     fn key() -> ResourceKey {
-        ResourceKey { group: String::new(), plural: "configmaps".into() }
+        ResourceKey {
+            group: String::new(),
+            plural: "configmaps".into(),
+        }
     }
 
     fn cm(name: &str, labels: Value) -> Value {
@@ -383,10 +414,14 @@ mod tests {
     #[test]
     fn writes_bump_resource_version_and_notify() {
         let mut s = Store::new(100);
-        let mut w = s.watch(&key(), Filter::default(), WatchFrom::After(s.current_rv())).unwrap();
+        let mut w = s
+            .watch(&key(), Filter::default(), WatchFrom::After(s.current_rv()))
+            .unwrap();
         let a = s.insert(&key(), "ns", "a", cm("a", json!({})));
         assert_eq!(a["metadata"]["resourceVersion"], "2");
-        let Ok(WatchMsg::Event(EventType::Added, o)) = w.rx.try_recv() else { panic!() };
+        let Ok(WatchMsg::Event(EventType::Added, o)) = w.rx.try_recv() else {
+            panic!()
+        };
         assert_eq!(o["metadata"]["name"], "a");
     }
 
@@ -394,10 +429,17 @@ mod tests {
     fn label_change_out_of_selector_is_a_delete_for_that_watcher() {
         let mut s = Store::new(100);
         s.insert(&key(), "ns", "a", cm("a", json!({"app": "x"})));
-        let filter = Filter { labels: LabelSelector::parse("app=x").unwrap(), ..Filter::default() };
-        let mut w = s.watch(&key(), filter, WatchFrom::After(s.current_rv())).unwrap();
+        let filter = Filter {
+            labels: LabelSelector::parse("app=x").unwrap(),
+            ..Filter::default()
+        };
+        let mut w = s
+            .watch(&key(), filter, WatchFrom::After(s.current_rv()))
+            .unwrap();
         s.update(&key(), "ns", "a", cm("a", json!({"app": "y"})));
-        let Ok(WatchMsg::Event(EventType::Deleted, o)) = w.rx.try_recv() else { panic!() };
+        let Ok(WatchMsg::Event(EventType::Deleted, o)) = w.rx.try_recv() else {
+            panic!()
+        };
         assert_eq!(o["metadata"]["resourceVersion"], "3");
     }
 
@@ -407,9 +449,13 @@ mod tests {
         for n in ["a", "b", "c", "d"] {
             s.insert(&key(), "ns", n, cm(n, json!({})));
         }
-        let Err(err) = s.watch(&key(), Filter::default(), WatchFrom::After(2)) else { panic!() };
+        let Err(err) = s.watch(&key(), Filter::default(), WatchFrom::After(2)) else {
+            panic!()
+        };
         assert_eq!(err.code, 410);
-        let ok = s.watch(&key(), Filter::default(), WatchFrom::After(3)).unwrap();
+        let ok = s
+            .watch(&key(), Filter::default(), WatchFrom::After(3))
+            .unwrap();
         assert_eq!(ok.initial.len(), 2);
     }
 }

@@ -40,7 +40,8 @@ fn is_dns_label(s: &str) -> bool {
         && b.len() <= 63
         && b[0].is_ascii_lowercase() | b[0].is_ascii_digit()
         && b[b.len() - 1].is_ascii_lowercase() | b[b.len() - 1].is_ascii_digit()
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
@@ -50,7 +51,8 @@ fn is_dns_subdomain(s: &str) -> bool {
             !b.is_empty()
                 && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
                 && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
-                && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         })
 }
 
@@ -59,7 +61,8 @@ fn is_qualified_part(s: &str) -> bool {
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// Errors for an object name (`metadata.name`), empty when valid.
@@ -67,28 +70,32 @@ pub(crate) fn name_errors(field: &str, name: &str, rule: NameRule) -> Vec<Cause>
     let v = json!(name);
     match rule {
         NameRule::Subdomain if name.len() > 253 => {
-            vec![invalid_value(field, &v, "must be no more than 253 characters")]
+            vec![invalid_value(
+                field,
+                &v,
+                "must be no more than 253 characters",
+            )]
         }
         NameRule::Subdomain if !is_dns_subdomain(name) => {
             vec![invalid_value(field, &v, DNS1123_SUBDOMAIN_MSG)]
         }
         NameRule::Label if name.len() > 63 => {
-            vec![invalid_value(field, &v, "must be no more than 63 characters")]
+            vec![invalid_value(
+                field,
+                &v,
+                "must be no more than 63 characters",
+            )]
         }
         NameRule::Label if !is_dns_label(name) => vec![invalid_value(field, &v, DNS1123_LABEL_MSG)],
-        NameRule::Dns1035
-            if !is_dns_label(name) || !name.as_bytes()[0].is_ascii_lowercase() =>
-        {
+        NameRule::Dns1035 if !is_dns_label(name) || !name.as_bytes()[0].is_ascii_lowercase() => {
             vec![invalid_value(field, &v, DNS1035_LABEL_MSG)]
         }
         NameRule::PathSegment if name == "." || name == ".." => {
             vec![invalid_value(field, &v, &format!("may not be '{name}'"))]
         }
-        NameRule::PathSegment if name.contains('/') || name.contains('%') => vec![invalid_value(
-            field,
-            &v,
-            "may not contain '/' or '%'",
-        )],
+        NameRule::PathSegment if name.contains('/') || name.contains('%') => {
+            vec![invalid_value(field, &v, "may not contain '/' or '%'")]
+        }
         _ => Vec::new(),
     }
 }
@@ -105,13 +112,21 @@ fn qualified_name_errors(field: &str, key: &str) -> Vec<Cause> {
         if p.is_empty() {
             out.push(invalid_value(field, &v, "prefix part must be non-empty"));
         } else if !is_dns_subdomain(p) {
-            out.push(invalid_value(field, &v, &format!("prefix part {DNS1123_SUBDOMAIN_MSG}")));
+            out.push(invalid_value(
+                field,
+                &v,
+                &format!("prefix part {DNS1123_SUBDOMAIN_MSG}"),
+            ));
         }
     }
     if name.is_empty() {
         out.push(invalid_value(field, &v, "name part must be non-empty"));
     } else if name.len() > 63 {
-        out.push(invalid_value(field, &v, "name part must be no more than 63 characters"));
+        out.push(invalid_value(
+            field,
+            &v,
+            "name part must be no more than 63 characters",
+        ));
     } else if !is_qualified_part(name) {
         out.push(invalid_value(field, &v, QUALIFIED_NAME_MSG));
     }
@@ -122,7 +137,10 @@ fn qualified_name_errors(field: &str, key: &str) -> Vec<Cause> {
 pub(crate) fn metadata_errors(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     let meta = obj.get("metadata");
-    if let Some(labels) = meta.and_then(|m| m.get("labels")).and_then(Value::as_object) {
+    if let Some(labels) = meta
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+    {
         for (k, v) in labels {
             out.extend(qualified_name_errors("metadata.labels", k));
             let value = v.as_str().unwrap_or_default();
@@ -137,10 +155,16 @@ pub(crate) fn metadata_errors(obj: &Value) -> Vec<Cause> {
             }
         }
     }
-    if let Some(ann) = meta.and_then(|m| m.get("annotations")).and_then(Value::as_object) {
+    if let Some(ann) = meta
+        .and_then(|m| m.get("annotations"))
+        .and_then(Value::as_object)
+    {
         let mut total = 0;
         for (k, v) in ann {
-            out.extend(qualified_name_errors("metadata.annotations", &k.to_lowercase()));
+            out.extend(qualified_name_errors(
+                "metadata.annotations",
+                &k.to_lowercase(),
+            ));
             total += k.len() + v.as_str().map_or(0, str::len);
         }
         if total > MAX_ANNOTATIONS_BYTES {
@@ -151,7 +175,10 @@ pub(crate) fn metadata_errors(obj: &Value) -> Vec<Cause> {
             });
         }
     }
-    if let Some(finalizers) = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array) {
+    if let Some(finalizers) = meta
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+    {
         for f in finalizers {
             out.extend(qualified_name_errors(
                 "metadata.finalizers",
@@ -159,11 +186,17 @@ pub(crate) fn metadata_errors(obj: &Value) -> Vec<Cause> {
             ));
         }
     }
-    if let Some(owners) = meta.and_then(|m| m.get("ownerReferences")).and_then(Value::as_array) {
+    if let Some(owners) = meta
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+    {
         let mut controllers = 0;
         for (i, o) in owners.iter().enumerate() {
             for field in ["apiVersion", "kind", "name", "uid"] {
-                if o.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+                if o.get(field)
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
                     out.push(required(
                         &format!("metadata.ownerReferences[{i}].{field}"),
                         &format!("{field} must not be empty"),
@@ -192,7 +225,11 @@ fn secret_data_errors(obj: &Value) -> Vec<Cause> {
     let mut total = 0;
     let mut decoded = std::collections::BTreeMap::new();
     for (k, v) in data.into_iter().flatten() {
-        if k.is_empty() || !k.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')) {
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        {
             out.push(invalid_value("data", &json!(k), "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"));
         }
         let bytes = base64::engine::general_purpose::STANDARD
@@ -219,7 +256,11 @@ fn secret_data_errors(obj: &Value) -> Vec<Cause> {
             None => out.push(required(&field, "")),
             Some(bytes) => {
                 if let Err(e) = serde_json::from_slice::<Value>(bytes) {
-                    out.push(invalid_value(&field, &json!("<secret contents redacted>"), &e.to_string()));
+                    out.push(invalid_value(
+                        &field,
+                        &json!("<secret contents redacted>"),
+                        &e.to_string(),
+                    ));
                 }
             }
         }
@@ -228,9 +269,8 @@ fn secret_data_errors(obj: &Value) -> Vec<Cause> {
 }
 
 fn immutable_errors(old: &Value, new: &Value, field: &str) -> Option<Cause> {
-    (old.get(field) != new.get(field)).then(|| {
-        forbidden_field(field, "field is immutable when `immutable` is set")
-    })
+    (old.get(field) != new.get(field))
+        .then(|| forbidden_field(field, "field is immutable when `immutable` is set"))
 }
 
 /// Kind-specific errors; `old` is set on updates.
@@ -241,12 +281,19 @@ pub(crate) fn kind_errors(group: &str, kind: &str, obj: &Value, old: Option<&Val
             out.extend(secret_data_errors(obj));
             if let Some(old) = old {
                 if old.get("type") != obj.get("type") {
-                    out.push(invalid_value("type", obj.get("type").unwrap_or(&Value::Null), "field is immutable"));
+                    out.push(invalid_value(
+                        "type",
+                        obj.get("type").unwrap_or(&Value::Null),
+                        "field is immutable",
+                    ));
                 }
                 if old.get("immutable") == Some(&Value::Bool(true)) {
                     out.extend(immutable_errors(old, obj, "data"));
                     if obj.get("immutable") != Some(&Value::Bool(true)) {
-                        out.push(forbidden_field("immutable", "field is immutable when `immutable` is set"));
+                        out.push(forbidden_field(
+                            "immutable",
+                            "field is immutable when `immutable` is set",
+                        ));
                     }
                 }
             }
@@ -268,12 +315,17 @@ pub(crate) fn kind_errors(group: &str, kind: &str, obj: &Value, old: Option<&Val
 fn deployment_errors(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = Vec::new();
     let selector = obj.pointer("/spec/selector");
-    match selector.and_then(|s| s.get("matchLabels")).and_then(Value::as_object) {
+    match selector
+        .and_then(|s| s.get("matchLabels"))
+        .and_then(Value::as_object)
+    {
         None if selector.and_then(|s| s.get("matchExpressions")).is_none() => {
             out.push(required("spec.selector", ""));
         }
         Some(match_labels) => {
-            let labels = obj.pointer("/spec/template/metadata/labels").and_then(Value::as_object);
+            let labels = obj
+                .pointer("/spec/template/metadata/labels")
+                .and_then(Value::as_object);
             let matches = match_labels
                 .iter()
                 .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
@@ -296,12 +348,21 @@ fn deployment_errors(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             "field is immutable",
         ));
     }
-    match obj.pointer("/spec/template/spec/containers").and_then(Value::as_array) {
+    match obj
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+    {
         Some(containers) if !containers.is_empty() => {
             for (i, c) in containers.iter().enumerate() {
                 for field in ["name", "image"] {
-                    if c.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
-                        out.push(required(&format!("spec.template.spec.containers[{i}].{field}"), ""));
+                    if c.get(field)
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
+                        out.push(required(
+                            &format!("spec.template.spec.containers[{i}].{field}"),
+                            "",
+                        ));
                     }
                 }
             }
@@ -320,7 +381,14 @@ mod tests {
         assert!(name_errors("metadata.name", "ok-name.x", NameRule::Subdomain).is_empty());
         assert!(!name_errors("metadata.name", "Bad_Name", NameRule::Subdomain).is_empty());
         assert!(!name_errors("metadata.name", "a.b", NameRule::Label).is_empty());
-        assert!(name_errors("metadata.name", "system:controller:x", NameRule::PathSegment).is_empty());
+        assert!(
+            name_errors(
+                "metadata.name",
+                "system:controller:x",
+                NameRule::PathSegment
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -328,21 +396,33 @@ mod tests {
         let obj = json!({"metadata": {"labels": {"opcat.dev/source": "x".repeat(64)}}});
         let errs = metadata_errors(&obj);
         assert_eq!(errs.len(), 1);
-        assert!(errs[0].message.contains("must be no more than 63 characters"));
+        assert!(
+            errs[0]
+                .message
+                .contains("must be no more than 63 characters")
+        );
     }
 
     #[test]
     fn dockerconfigjson_secret_needs_its_key_with_json() {
         let obj = json!({"type": "kubernetes.io/dockerconfigjson", "data": {}});
-        assert_eq!(kind_errors("", "Secret", &obj, None)[0].field, "data[.dockerconfigjson]");
+        assert_eq!(
+            kind_errors("", "Secret", &obj, None)[0].field,
+            "data[.dockerconfigjson]"
+        );
         let ok = json!({"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}});
         assert!(kind_errors("", "Secret", &ok, None).is_empty());
     }
 
     #[test]
     fn two_controller_owners_are_invalid() {
-        let owner = json!({"apiVersion": "v1", "kind": "X", "name": "a", "uid": "1", "controller": true});
+        let owner =
+            json!({"apiVersion": "v1", "kind": "X", "name": "a", "uid": "1", "controller": true});
         let obj = json!({"metadata": {"ownerReferences": [owner.clone(), owner]}});
-        assert!(metadata_errors(&obj).iter().any(|c| c.message.contains("Only one reference")));
+        assert!(
+            metadata_errors(&obj)
+                .iter()
+                .any(|c| c.message.contains("Only one reference"))
+        );
     }
 }

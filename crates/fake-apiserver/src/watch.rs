@@ -56,7 +56,9 @@ fn bookmark_line(info: &ResourceInfo, version: &str, rv: u64, initial_end: bool)
 }
 
 /// A stream with one ERROR event (a watch from a `resourceVersion` that is too old).
-pub(crate) fn error_stream(err: &ApiError) -> impl Stream<Item = Result<Frame<Bytes>, Infallible>> + use<> {
+pub(crate) fn error_stream(
+    err: &ApiError,
+) -> impl Stream<Item = Result<Frame<Bytes>, Infallible>> + use<> {
     let bytes = line(&json!({"type": "ERROR", "object": err.to_status()}));
     futures::stream::once(async move { Ok(Frame::data(bytes)) })
 }

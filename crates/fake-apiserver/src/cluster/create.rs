@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::meta::{
-    check_type_meta, empty_object, normalize, parse_object, resolve_namespace, without_managed_fields,
-    write_managed_fields,
+    check_type_meta, empty_object, normalize, parse_object, resolve_namespace,
+    without_managed_fields, write_managed_fields,
 };
 use super::{Cluster, OpResult, Reply, Target, WriteParams, meta_mut, meta_str, present};
 use crate::controllers::Work;
@@ -44,13 +44,20 @@ impl Cluster {
     /// Handles POST on a collection.
     pub(crate) fn create(&mut self, t: &Target, p: &WriteParams, body: &[u8]) -> OpResult {
         if t.subresource.is_some() {
-            return Err(ApiError::method_not_allowed("create", t.info.group_resource()));
+            return Err(ApiError::method_not_allowed(
+                "create",
+                t.info.group_resource(),
+            ));
         }
         let mut obj = parse_object(body)?;
         check_type_meta(t, &obj)?;
         resolve_namespace(t, &mut obj)?;
         let meta = meta_mut(&mut obj);
-        let name = match meta.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+        let name = match meta
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
             Some(n) => n.to_string(),
             None => match meta.get("generateName").and_then(Value::as_str) {
                 Some(prefix) if !prefix.is_empty() => {
@@ -104,7 +111,12 @@ impl Cluster {
         let name = meta_str(&obj, "name").unwrap_or_default().to_string();
         let uid = self.ids.uid();
         let meta = meta_mut(&mut obj);
-        for field in ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"] {
+        for field in [
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "generation",
+        ] {
             meta.remove(field);
         }
         meta.insert("uid".into(), uid.into());
@@ -118,7 +130,10 @@ impl Cluster {
             m.remove("status");
         }
         if info.group.is_empty() && info.kind == "Namespace" {
-            crate::controllers::namespace::on_create(&mut obj, self.controllers.namespace_lifecycle);
+            crate::controllers::namespace::on_create(
+                &mut obj,
+                self.controllers.namespace_lifecycle,
+            );
         }
         normalize(&info, &mut obj, None)?;
         let mut managed = managed.unwrap_or_default();

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::read::ListParams;
-use super::{Cluster, OpResult, Reply, Target, finalizers, is_deleting, meta_mut, meta_str, present, set_finalizers};
+use super::{
+    Cluster, OpResult, Reply, Target, finalizers, is_deleting, meta_mut, meta_str, present,
+    set_finalizers,
+};
 use crate::controllers::Work;
 use crate::ids::now_rfc3339;
 use crate::status::{ApiError, success_status};
@@ -53,9 +56,16 @@ impl DeleteOptions {
             opts.propagation = Some(policy(p)?);
         }
         if let Some(orphan) = v.get("orphanDependents").and_then(Value::as_bool) {
-            opts.propagation = Some(if orphan { Propagation::Orphan } else { Propagation::Background });
+            opts.propagation = Some(if orphan {
+                Propagation::Orphan
+            } else {
+                Propagation::Background
+            });
         }
-        opts.precondition_uid = v.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string);
+        opts.precondition_uid = v
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         opts.precondition_rv = v
             .pointer("/preconditions/resourceVersion")
             .and_then(Value::as_str)
@@ -96,7 +106,9 @@ impl Cluster {
                 return Err(ApiError::conflict(
                     gr,
                     &t.name,
-                    &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"),
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                    ),
                 ));
             }
         }
@@ -117,10 +129,17 @@ impl Cluster {
             && self.controllers.namespace_lifecycle
             && PROTECTED_NAMESPACES.contains(&t.name.as_str())
         {
-            return Err(ApiError::forbidden(gr, &t.name, "this namespace may not be deleted"));
+            return Err(ApiError::forbidden(
+                gr,
+                &t.name,
+                "this namespace may not be deleted",
+            ));
         }
         if opts.dry_run {
-            return Ok(Reply { code: 200, body: present(&t.info, &t.version, &old) });
+            return Ok(Reply {
+                code: 200,
+                body: present(&t.info, &t.version, &old),
+            });
         }
         let r = Self::obj_ref(t, &t.name);
         let outcome = self.delete_object(&r, opts.propagation.unwrap_or_default());
@@ -128,7 +147,12 @@ impl Cluster {
         Ok(match outcome {
             Some(Deleted::Removed(last)) if t.info.builtin => Reply {
                 code: 200,
-                body: success_status(&t.name, &t.info.group, &t.info.plural, meta_str(&last, "uid").unwrap_or_default()),
+                body: success_status(
+                    &t.name,
+                    &t.info.group,
+                    &t.info.plural,
+                    meta_str(&last, "uid").unwrap_or_default(),
+                ),
             },
             Some(Deleted::Removed(obj) | Deleted::Pending(obj)) => Reply {
                 code: 200,
@@ -139,7 +163,12 @@ impl Cluster {
     }
 
     /// Handles DELETE on a collection: deletes every object the selectors match.
-    pub(crate) fn delete_collection(&mut self, t: &Target, list: &ListParams, opts: &DeleteOptions) -> OpResult {
+    pub(crate) fn delete_collection(
+        &mut self,
+        t: &Target,
+        list: &ListParams,
+        opts: &DeleteOptions,
+    ) -> OpResult {
         let filter = list.filter(t)?;
         let names: Vec<(String, String)> = self
             .store
@@ -154,7 +183,11 @@ impl Cluster {
             .collect();
         let mut items = Vec::new();
         for (ns, name) in names {
-            let r = ObjRef { key: t.info.key(), namespace: ns, name };
+            let r = ObjRef {
+                key: t.info.key(),
+                namespace: ns,
+                name,
+            };
             if opts.dry_run {
                 if let Some(o) = self.store.get(&r.key, &r.namespace, &r.name) {
                     items.push(present(&t.info, &t.version, o));
@@ -162,7 +195,9 @@ impl Cluster {
                 continue;
             }
             match self.delete_object(&r, opts.propagation.unwrap_or_default()) {
-                Some(Deleted::Removed(o) | Deleted::Pending(o)) => items.push(present(&t.info, &t.version, &o)),
+                Some(Deleted::Removed(o) | Deleted::Pending(o)) => {
+                    items.push(present(&t.info, &t.version, &o))
+                }
                 None => {}
             }
         }
@@ -211,7 +246,11 @@ impl Cluster {
             let meta = meta_mut(&mut obj);
             meta.insert("deletionTimestamp".into(), now_rfc3339().into());
             meta.insert("deletionGracePeriodSeconds".into(), 0.into());
-            if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+            if let Some(g) = meta
+                .get("generation")
+                .and_then(Value::as_i64)
+                .filter(|g| *g > 0)
+            {
                 meta.insert("generation".into(), (g + 1).into());
             }
         }

@@ -108,7 +108,11 @@ pub(crate) fn restore_server_fields(old: &Value, new: &mut Value) {
 }
 
 /// Defaults, structural pruning (custom resources) and validation; 422 with every cause.
-pub(crate) fn normalize(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
+pub(crate) fn normalize(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
     if info.builtin {
         crate::defaults::apply(&info.group, &info.kind, obj);
     } else {
@@ -122,10 +126,11 @@ pub(crate) fn normalize(info: &ResourceInfo, obj: &mut Value, old: Option<&Value
     );
     causes.extend(validation::metadata_errors(obj));
     causes.extend(validation::kind_errors(&info.group, &info.kind, obj, old));
-    if info.builtin && info.group == "apiextensions.k8s.io" {
-        if let Err(more) = crd::resource_from_crd(obj) {
-            causes.extend(more);
-        }
+    if info.builtin
+        && info.group == "apiextensions.k8s.io"
+        && let Err(more) = crd::resource_from_crd(obj)
+    {
+        causes.extend(more);
     }
     if causes.is_empty() {
         Ok(())
@@ -167,7 +172,9 @@ pub(crate) fn is_noop(old: &Value, new: &Value) -> bool {
     match (ManagedFields::decode(old), ManagedFields::decode(new)) {
         (Some(a), Some(b)) => a.same_ignoring_time(&b),
         (None, None) => true,
-        (a, b) => a.unwrap_or_default().same_ignoring_time(&b.unwrap_or_default()),
+        (a, b) => a
+            .unwrap_or_default()
+            .same_ignoring_time(&b.unwrap_or_default()),
     }
 }
 
@@ -192,7 +199,11 @@ pub(crate) fn without_managed_fields(obj: &Value) -> Value {
 }
 
 /// New finalizers on an object being deleted (422 like `ValidateObjectMetaUpdate`).
-pub(crate) fn check_no_new_finalizers(info: &ResourceInfo, old: &Value, new: &Value) -> Result<(), ApiError> {
+pub(crate) fn check_no_new_finalizers(
+    info: &ResourceInfo,
+    old: &Value,
+    new: &Value,
+) -> Result<(), ApiError> {
     if meta(old).and_then(|m| m.get("deletionTimestamp")).is_none() {
         return Ok(());
     }
@@ -205,7 +216,11 @@ pub(crate) fn check_no_new_finalizers(info: &ResourceInfo, old: &Value, new: &Va
         return Ok(());
     }
     let name = meta_str(old, "name").unwrap_or_default();
-    let list = added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
+    let list = added
+        .iter()
+        .map(|f| format!("{f:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     Err(ApiError::invalid(
         &info.group,
         &info.kind,

@@ -129,12 +129,21 @@ pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
-pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
-    meta(obj)
-        .and_then(|m| m.get("finalizers"))
+/// The strings of a JSON list (non-strings skipped; absent is empty).
+pub(crate) fn string_list(value: Option<&Value>) -> Vec<String> {
+    value
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
+}
+
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+    string_list(meta(obj).and_then(|m| m.get("finalizers")))
 }
 
 pub(crate) fn set_finalizers(obj: &mut Value, list: &[String]) {
@@ -142,7 +151,10 @@ pub(crate) fn set_finalizers(obj: &mut Value, list: &[String]) {
     if list.is_empty() {
         meta.remove("finalizers");
     } else {
-        meta.insert("finalizers".into(), list.iter().cloned().map(Value::String).collect());
+        meta.insert(
+            "finalizers".into(),
+            list.iter().cloned().map(Value::String).collect(),
+        );
     }
 }
 

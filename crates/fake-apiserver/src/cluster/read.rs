@@ -183,20 +183,25 @@ impl Cluster {
     }
 
     /// Registers a watch; 410 (as an error event, see the HTTP layer) when too old.
-    pub(crate) fn start_watch(&mut self, t: &Target, p: &WatchParams) -> Result<WatchStart, ApiError> {
+    pub(crate) fn start_watch(
+        &mut self,
+        t: &Target,
+        p: &WatchParams,
+    ) -> Result<WatchStart, ApiError> {
         let filter = p.list.filter(t)?;
         if !t.name.is_empty() {
             return Err(ApiError::bad_request(
                 "watch of a single object: use fieldSelector=metadata.name=<name>",
             ));
         }
-        let from = match p.resource_version.as_deref() {
-            None | Some("0") => WatchFrom::CurrentState,
-            Some(_) if p.send_initial_events => WatchFrom::CurrentState,
-            Some(rv) => WatchFrom::After(rv.parse().map_err(|_| {
-                ApiError::bad_request(format!("invalid resource version: {rv}"))
-            })?),
-        };
+        let from =
+            match p.resource_version.as_deref() {
+                None | Some("0") => WatchFrom::CurrentState,
+                Some(_) if p.send_initial_events => WatchFrom::CurrentState,
+                Some(rv) => WatchFrom::After(rv.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv}"))
+                })?),
+            };
         self.store.watch(&t.info.key(), filter, from)
     }
 }
@@ -207,9 +212,16 @@ mod tests {
 
     #[test]
     fn continue_tokens_round_trip() {
-        let t = ContinueToken { rv: 7, ns: "a".into(), name: "b".into() };
+        let t = ContinueToken {
+            rv: 7,
+            ns: "a".into(),
+            name: "b".into(),
+        };
         let back = decode_continue(&encode_continue(&t)).unwrap();
-        assert_eq!((back.rv, back.ns.as_str(), back.name.as_str()), (7, "a", "b"));
+        assert_eq!(
+            (back.rv, back.ns.as_str(), back.name.as_str()),
+            (7, "a", "b")
+        );
         assert_eq!(decode_continue("!!").unwrap_err().code, 400);
     }
 }

@@ -11,7 +11,10 @@ use super::meta::{
     resolve_namespace, restore_server_fields, spec_changed, without_managed_fields,
     write_managed_fields,
 };
-use super::{Cluster, OpResult, Reply, Target, WriteParams, finalizers, is_deleting, meta_mut, meta_str, present};
+use super::{
+    Cluster, OpResult, Reply, Target, WriteParams, finalizers, is_deleting, meta_mut, meta_str,
+    present,
+};
 use crate::controllers::Work;
 use crate::ids::now_rfc3339;
 use crate::ssa::managed::{ManagedFields, ManagerId, Operation};
@@ -41,7 +44,9 @@ impl PatchType {
             "application/json-patch+json" => Some(PatchType::Json),
             "application/merge-patch+json" => Some(PatchType::Merge),
             "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" => Some(PatchType::Apply),
+            "application/apply-patch+yaml" | "application/apply-patch+json" => {
+                Some(PatchType::Apply)
+            }
             _ => None,
         }
     }
@@ -74,11 +79,25 @@ impl Cluster {
             None
         };
         let who = p.manager_id(t, Operation::Update);
-        self.commit_update(t, p, &old, new, precondition, incoming, Ownership::Update(who))
+        self.commit_update(
+            t,
+            p,
+            &old,
+            new,
+            precondition,
+            incoming,
+            Ownership::Update(who),
+        )
     }
 
     /// Handles PATCH of any type.
-    pub(crate) fn patch(&mut self, t: &Target, p: &WriteParams, kind: PatchType, body: &[u8]) -> OpResult {
+    pub(crate) fn patch(
+        &mut self,
+        t: &Target,
+        p: &WriteParams,
+        kind: PatchType,
+        body: &[u8],
+    ) -> OpResult {
         if kind == PatchType::Apply {
             return self.apply(t, p, body);
         }
@@ -110,21 +129,34 @@ impl Cluster {
             PatchType::Apply => unreachable!("handled above"),
         }
         if !doc.is_object() {
-            return Err(ApiError::unprocessable("the patched object is not a JSON object"));
+            return Err(ApiError::unprocessable(
+                "the patched object is not a JSON object",
+            ));
         }
         check_type_meta(t, &doc)?;
         if meta_str(&doc, "name") != Some(t.name.as_str()) {
-            return Err(ApiError::bad_request("metadata.name may not be changed by a patch"));
+            return Err(ApiError::bad_request(
+                "metadata.name may not be changed by a patch",
+            ));
         }
         let precondition = meta_str(&doc, "resourceVersion").map(str::to_string);
         let incoming = if t.subresource.is_none() {
-            ManagedFields::decode(&doc)
-                .filter(|m| !m.entries.is_empty() && Some(m) != ManagedFields::decode(&old).as_ref())
+            ManagedFields::decode(&doc).filter(|m| {
+                !m.entries.is_empty() && Some(m) != ManagedFields::decode(&old).as_ref()
+            })
         } else {
             None
         };
         let who = p.manager_id(t, Operation::Update);
-        self.commit_update(t, p, &old, doc, precondition, incoming, Ownership::Update(who))
+        self.commit_update(
+            t,
+            p,
+            &old,
+            doc,
+            precondition,
+            incoming,
+            Ownership::Update(who),
+        )
     }
 
     /// Server-side apply (PATCH with `application/apply-patch+yaml`).
@@ -139,7 +171,9 @@ impl Cluster {
             }
         };
         if !config.is_object() {
-            return Err(ApiError::bad_request("error decoding YAML: expected an object"));
+            return Err(ApiError::bad_request(
+                "error decoding YAML: expected an object",
+            ));
         }
         if config.get("apiVersion").is_none() || config.get("kind").is_none() {
             return Err(ApiError::bad_request(
@@ -152,7 +186,10 @@ impl Cluster {
                 "meta.k8s.io",
                 "PatchOptions",
                 "",
-                vec![status::required("fieldManager", "is required for apply patch")],
+                vec![status::required(
+                    "fieldManager",
+                    "is required for apply patch",
+                )],
             ));
         }
         if config.pointer("/metadata/managedFields").is_some() {
@@ -164,13 +201,18 @@ impl Cluster {
         strip_reset_fields(t, &mut config);
         let who = p.manager_id(t, Operation::Apply);
         let schema = t.info.schema.clone();
-        match self.store.get(&t.info.key(), &t.namespace, &t.name).cloned() {
+        match self
+            .store
+            .get(&t.info.key(), &t.namespace, &t.name)
+            .cloned()
+        {
             None => {
                 if t.subresource.is_some() {
                     return Err(ApiError::not_found(t.info.group_resource(), &t.name));
                 }
                 self.admit_create(t, &t.name)?;
-                let mut live = serde_json::json!({"apiVersion": config["apiVersion"], "kind": config["kind"]});
+                let mut live =
+                    serde_json::json!({"apiVersion": config["apiVersion"], "kind": config["kind"]});
                 meta_mut(&mut live).insert("name".into(), t.name.clone().into());
                 if t.info.namespaced {
                     meta_mut(&mut live).insert("namespace".into(), t.namespace.clone().into());
@@ -180,7 +222,10 @@ impl Cluster {
                     .map_err(|e| apply_error(t, e))?;
                 stamp(&mut managed, &who);
                 let stored = self.create_object(t, merged, Some(managed), None, p.dry_run)?;
-                Ok(Reply { code: 201, body: present(&t.info, &t.version, &stored) })
+                Ok(Reply {
+                    code: 201,
+                    body: present(&t.info, &t.version, &stored),
+                })
             }
             Some(old) => {
                 let mut managed = ManagedFields::decode(&old).unwrap_or_default();
@@ -188,7 +233,15 @@ impl Cluster {
                 let merged = ssa::apply(&live, &config, &schema, &mut managed, &who, p.force)
                     .map_err(|e| apply_error(t, e))?;
                 stamp(&mut managed, &who);
-                self.commit_update(t, p, &old, merged, precondition, None, Ownership::Computed(managed))
+                self.commit_update(
+                    t,
+                    p,
+                    &old,
+                    merged,
+                    precondition,
+                    None,
+                    Ownership::Computed(managed),
+                )
             }
         }
     }
@@ -233,13 +286,19 @@ impl Cluster {
                 new = only;
             }
             Some(other) => {
-                return Err(ApiError::not_found(info.group_resource(), &format!("{}/{other}", t.name)));
+                return Err(ApiError::not_found(
+                    info.group_resource(),
+                    &format!("{}/{other}", t.name),
+                ));
             }
         }
         check_no_new_finalizers(&info, old, &new)?;
         normalize(&info, &mut new, Some(old))?;
         if info.tracks_generation && spec_changed(&info, old, &new) {
-            let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+            let generation = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             meta_mut(&mut new).insert("generation".into(), (generation + 1).into());
         }
         let managed = match ownership {
@@ -260,27 +319,46 @@ impl Cluster {
         };
         write_managed_fields(&mut new, &managed);
         if is_noop(old, &new) {
-            return Ok(Reply { code: 200, body: present(&info, &t.version, old) });
+            return Ok(Reply {
+                code: 200,
+                body: present(&info, &t.version, old),
+            });
         }
         if p.dry_run {
-            return Ok(Reply { code: 200, body: present(&info, &t.version, &new) });
+            return Ok(Reply {
+                code: 200,
+                body: present(&info, &t.version, &new),
+            });
         }
         let key = info.key();
         let obj_ref = Self::obj_ref(t, &t.name);
-        if is_deleting(&new) && finalizers(&new).is_empty() && !self.waits_for_spec_finalizers(&new, &info) {
+        if is_deleting(&new)
+            && finalizers(&new).is_empty()
+            && !self.waits_for_spec_finalizers(&new, &info)
+        {
             let last = self.store.remove(&key, &t.namespace, &t.name, new);
             self.work.push_back(Work::Removed(obj_ref, last.clone()));
             self.run_controllers();
-            return Ok(Reply { code: 200, body: present(&info, &t.version, &last) });
+            return Ok(Reply {
+                code: 200,
+                body: present(&info, &t.version, &last),
+            });
         }
         let stored = self.store.update(&key, &t.namespace, &t.name, new);
         self.work.push_back(Work::Written(obj_ref));
         self.run_controllers();
-        Ok(Reply { code: 200, body: present(&info, &t.version, &stored) })
+        Ok(Reply {
+            code: 200,
+            body: present(&info, &t.version, &stored),
+        })
     }
 
     /// A Namespace is only removed once its `spec.finalizers` are empty too.
-    pub(crate) fn waits_for_spec_finalizers(&self, obj: &Value, info: &crate::resources::ResourceInfo) -> bool {
+    pub(crate) fn waits_for_spec_finalizers(
+        &self,
+        obj: &Value,
+        info: &crate::resources::ResourceInfo,
+    ) -> bool {
         info.group.is_empty()
             && info.kind == "Namespace"
             && obj

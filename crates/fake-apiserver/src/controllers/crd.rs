@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::cluster::{Cluster, Propagation, finalizers, is_deleting};
+use crate::cluster::{Cluster, finalizers, is_deleting};
 use crate::ids::now_rfc3339;
 use crate::resources::{ResourceKey, crd};
 use crate::store::ObjRef;
@@ -78,15 +78,7 @@ impl Cluster {
         let Some(key) = served_key(crd_name) else {
             return;
         };
-        for r in &self.store.refs(&key) {
-            let deleting = self
-                .store
-                .get(&r.key, &r.namespace, &r.name)
-                .is_some_and(|o| is_deleting(o));
-            if !deleting {
-                self.delete_object(r, Propagation::Background);
-            }
-        }
+        self.delete_unless_deleting(&self.store.refs(&key));
         if !self.store.refs(&key).is_empty() {
             return;
         }

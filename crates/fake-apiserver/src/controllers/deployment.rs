@@ -18,13 +18,27 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str) 
 
 /// The status a Deployment should report.
 fn desired_status(obj: &Value, available: bool, now: &str) -> Value {
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let generation = obj.pointer("/metadata/generation").cloned().unwrap_or(json!(1));
-    let replicas = obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let generation = obj
+        .pointer("/metadata/generation")
+        .cloned()
+        .unwrap_or(json!(1));
+    let replicas = obj
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let rs = format!("{name}-7d4b9c8f6d");
     let mut status = json!({"observedGeneration": generation});
     let counts = if available {
-        vec!["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"]
+        vec![
+            "replicas",
+            "updatedReplicas",
+            "readyReplicas",
+            "availableReplicas",
+        ]
     } else {
         vec!["replicas", "updatedReplicas", "unavailableReplicas"]
     };
@@ -35,13 +49,37 @@ fn desired_status(obj: &Value, available: bool, now: &str) -> Value {
     }
     status["conditions"] = if available {
         json!([
-            condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", now),
-            condition("Progressing", "True", "NewReplicaSetAvailable", &format!("ReplicaSet \"{rs}\" has successfully progressed."), now),
+            condition(
+                "Available",
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+                now
+            ),
+            condition(
+                "Progressing",
+                "True",
+                "NewReplicaSetAvailable",
+                &format!("ReplicaSet \"{rs}\" has successfully progressed."),
+                now
+            ),
         ])
     } else {
         json!([
-            condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", now),
-            condition("Progressing", "True", "ReplicaSetUpdated", &format!("ReplicaSet \"{rs}\" is progressing."), now),
+            condition(
+                "Available",
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+                now
+            ),
+            condition(
+                "Progressing",
+                "True",
+                "ReplicaSetUpdated",
+                &format!("ReplicaSet \"{rs}\" is progressing."),
+                now
+            ),
         ])
     };
     status
@@ -52,7 +90,9 @@ fn keep_condition_times(desired: &mut Value, current: Option<&Value>) {
     let Some(Value::Array(conds)) = desired.get_mut("conditions") else {
         return;
     };
-    let old = current.and_then(|c| c.get("conditions")).and_then(Value::as_array);
+    let old = current
+        .and_then(|c| c.get("conditions"))
+        .and_then(Value::as_array);
     for c in conds.iter_mut() {
         let same = old.and_then(|o| {
             o.iter()

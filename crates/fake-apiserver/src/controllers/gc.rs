@@ -65,23 +65,35 @@ fn remove_owner_refs(obj: &mut Value, uids: &[String]) {
 
 impl Cluster {
     fn owner_state(&self, dependent: &ObjRef, owner: &Value) -> OwnerState {
-        let api_version = owner.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-        let kind = owner.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let api_version = owner
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = owner
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let Some(info) = self.registry.by_kind(api_version, kind) else {
             return OwnerState::Present;
         };
         let Some(loc) = self.store.by_uid(ref_uid(owner)) else {
             return OwnerState::Absent;
         };
-        let name = owner.get("name").and_then(Value::as_str).unwrap_or_default();
+        let name = owner
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let wrong_place = loc.key != info.key()
             || loc.name != name
-            || (info.namespaced && (dependent.namespace.is_empty() || loc.namespace != dependent.namespace));
+            || (info.namespaced
+                && (dependent.namespace.is_empty() || loc.namespace != dependent.namespace));
         if wrong_place {
             return OwnerState::Absent;
         }
         match self.store.get(&loc.key, &loc.namespace, &loc.name) {
-            Some(o) if is_deleting(o) && finalizers(o).iter().any(|f| f == "foregroundDeletion") => {
+            Some(o)
+                if is_deleting(o) && finalizers(o).iter().any(|f| f == "foregroundDeletion") =>
+            {
                 OwnerState::WaitingForDependents
             }
             Some(_) => OwnerState::Present,
@@ -155,12 +167,17 @@ impl Cluster {
                 .map(|(u, _)| u.clone())
                 .collect();
             if !drop.is_empty() {
-                self.controller_update(r, None, CONTROLLER_MANAGER, |o| remove_owner_refs(o, &drop));
+                self.controller_update(r, None, CONTROLLER_MANAGER, |o| {
+                    remove_owner_refs(o, &drop)
+                });
             }
             return;
         }
-        let waiting = states.iter().any(|(_, s)| *s == OwnerState::WaitingForDependents);
-        let has_dependents = meta_str(&obj, "uid").is_some_and(|u| !self.dependents_of(u).is_empty());
+        let waiting = states
+            .iter()
+            .any(|(_, s)| *s == OwnerState::WaitingForDependents);
+        let has_dependents =
+            meta_str(&obj, "uid").is_some_and(|u| !self.dependents_of(u).is_empty());
         let policy = if waiting && has_dependents {
             Propagation::Foreground
         } else {
@@ -196,8 +213,12 @@ impl Cluster {
         };
         for (dep, _) in self.dependents_of(&uid) {
             let drop = vec![uid.clone()];
-            self.controller_update(&dep, None, CONTROLLER_MANAGER, |o| remove_owner_refs(o, &drop));
+            self.controller_update(&dep, None, CONTROLLER_MANAGER, |o| {
+                remove_owner_refs(o, &drop)
+            });
         }
-        self.controller_update(owner, None, CONTROLLER_MANAGER, |o| remove_finalizer(o, "orphan"));
+        self.controller_update(owner, None, CONTROLLER_MANAGER, |o| {
+            remove_finalizer(o, "orphan")
+        });
     }
 }

@@ -159,6 +159,19 @@ impl Cluster {
         }
     }
 
+    /// Deletes (background propagation) each object of `refs` that is not being deleted yet.
+    pub(crate) fn delete_unless_deleting(&mut self, refs: &[ObjRef]) {
+        for r in refs {
+            let deleting = self
+                .store
+                .get(&r.key, &r.namespace, &r.name)
+                .is_some_and(|o| crate::cluster::is_deleting(o));
+            if !deleting {
+                self.delete_object(r, crate::cluster::Propagation::Background);
+            }
+        }
+    }
+
     /// Objects in `namespace` across all resources.
     pub(crate) fn objects_in_namespace(&self, namespace: &str) -> Vec<ObjRef> {
         self.store

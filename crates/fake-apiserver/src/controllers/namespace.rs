@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::CONTROLLER_MANAGER;
-use crate::cluster::{Cluster, Propagation, Target, is_deleting};
+use crate::cluster::{Cluster, Target, is_deleting};
 use crate::resources::ResourceKey;
 use crate::store::ObjRef;
 
@@ -20,7 +20,8 @@ pub(crate) fn on_create(obj: &mut Value, lifecycle: bool) {
             .as_object_mut()
             .map(|m| m.entry("spec").or_insert_with(|| json!({})));
         if let Some(Value::Object(spec)) = spec {
-            spec.entry("finalizers").or_insert_with(|| json!(["kubernetes"]));
+            spec.entry("finalizers")
+                .or_insert_with(|| json!(["kubernetes"]));
         }
     }
     obj["status"] = json!({"phase": "Active"});
@@ -55,16 +56,7 @@ impl Cluster {
     }
 
     fn namespace_cleanup(&mut self, namespace: &str) {
-        let contents = self.objects_in_namespace(namespace);
-        for r in &contents {
-            let deleting = self
-                .store
-                .get(&r.key, &r.namespace, &r.name)
-                .is_some_and(|o| is_deleting(o));
-            if !deleting {
-                self.delete_object(r, Propagation::Background);
-            }
-        }
+        self.delete_unless_deleting(&self.objects_in_namespace(namespace));
         if !self.objects_in_namespace(namespace).is_empty() {
             return;
         }

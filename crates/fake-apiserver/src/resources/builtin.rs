@@ -224,15 +224,36 @@ fn specs() -> Vec<Spec> {
         },
         Spec {
             schema: role,
-            ..plain("rbac.authorization.k8s.io", "v1", "Role", "roles", &[], true)
+            ..plain(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "Role",
+                "roles",
+                &[],
+                true,
+            )
         },
         Spec {
             schema: binding,
-            ..plain("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", &[], true)
+            ..plain(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "RoleBinding",
+                "rolebindings",
+                &[],
+                true,
+            )
         },
         Spec {
             schema: role,
-            ..plain("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", &[], false)
+            ..plain(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRole",
+                "clusterroles",
+                &[],
+                false,
+            )
         },
         Spec {
             schema: binding,
@@ -315,7 +336,12 @@ mod tests {
         assert_eq!(sa.field("imagePullSecrets").list_kind(), &ListKind::Atomic);
         let d = deployment();
         let pod = d.field("spec").field("template").field("spec");
-        assert!(matches!(pod.field("imagePullSecrets").list_kind(), ListKind::Map { keys, .. } if keys == &["name"]));
-        assert!(matches!(pod.field("containers").items().field("env").list_kind(), ListKind::Map { .. }));
+        assert!(
+            matches!(pod.field("imagePullSecrets").list_kind(), ListKind::Map { keys, .. } if keys == &["name"])
+        );
+        assert!(matches!(
+            pod.field("containers").items().field("env").list_kind(),
+            ListKind::Map { .. }
+        ));
     }
 }

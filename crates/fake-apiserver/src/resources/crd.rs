@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::ResourceInfo;
 use super::builtin::object_meta;
+use crate::cluster::string_list;
 use crate::schema::{ListKind, Schema, StructSchema};
 use crate::status::{self, Cause};
 
@@ -22,7 +23,10 @@ struct Versions {
 fn versions(spec: &Value, causes: &mut Vec<Cause>) -> Option<Versions> {
     let list = spec.get("versions").and_then(Value::as_array);
     let Some(list) = list.filter(|l| !l.is_empty()) else {
-        causes.push(status::required("spec.versions", "must have at least one version"));
+        causes.push(status::required(
+            "spec.versions",
+            "must have at least one version",
+        ));
         return None;
     };
     let mut served = Vec::new();
@@ -42,7 +46,11 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) -> Option<Versions> {
     let [storage] = storage.as_slice() else {
         causes.push(status::invalid_value(
             "spec.versions",
-            &json!(list.iter().filter_map(|v| v.get("name")).collect::<Vec<_>>()),
+            &json!(
+                list.iter()
+                    .filter_map(|v| v.get("name"))
+                    .collect::<Vec<_>>()
+            ),
             "must have exactly one version marked as storage version",
         ));
         return None;
@@ -63,7 +71,12 @@ fn versions(spec: &Value, causes: &mut Vec<Cause>) -> Option<Versions> {
 pub(crate) fn resource_from_crd(crd: &Value) -> Result<ResourceInfo, Vec<Cause>> {
     let mut causes = Vec::new();
     let spec = crd.get("spec").cloned().unwrap_or(Value::Null);
-    let text = |p: &str| spec.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let text = |p: &str| {
+        spec.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     let group = text("/group");
     let plural = text("/names/plural");
     let kind = text("/names/kind");
@@ -84,7 +97,10 @@ pub(crate) fn resource_from_crd(crd: &Value) -> Result<ResourceInfo, Vec<Cause>>
             "should be either Cluster or Namespaced",
         ));
     }
-    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
         causes.push(status::invalid_value(
             "metadata.name",
@@ -120,12 +136,7 @@ pub(crate) fn resource_from_crd(crd: &Value) -> Result<ResourceInfo, Vec<Cause>>
         .pointer("/names/singular")
         .and_then(Value::as_str)
         .map_or_else(|| kind.to_lowercase(), str::to_string);
-    let strings = |p: &str| {
-        spec.pointer(p)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-            .unwrap_or_default()
-    };
+    let strings = |p: &str| string_list(spec.pointer(p));
     Ok(ResourceInfo {
         group,
         versions: served,
@@ -145,16 +156,28 @@ pub(crate) fn resource_from_crd(crd: &Value) -> Result<ResourceInfo, Vec<Cause>>
 
 /// The status the apiextensions controllers give an accepted CRD.
 pub(crate) fn established_status(crd: &Value, now: &str) -> Value {
-    let mut names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
+    let mut names = crd
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     if let Value::Object(n) = &mut names {
-        let kind = n.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
-        n.entry("singular").or_insert_with(|| kind.to_lowercase().into());
-        n.entry("listKind").or_insert_with(|| format!("{kind}List").into());
+        let kind = n
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        n.entry("singular")
+            .or_insert_with(|| kind.to_lowercase().into());
+        n.entry("listKind")
+            .or_insert_with(|| format!("{kind}List").into());
     }
     let storage = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
-        .and_then(|vs| vs.iter().find(|v| v.get("storage") == Some(&Value::Bool(true))))
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v.get("storage") == Some(&Value::Bool(true)))
+        })
         .and_then(|v| v.get("name").cloned())
         .unwrap_or(Value::Null);
     json!({
@@ -206,11 +229,7 @@ pub(crate) fn from_openapi(node: &Value) -> Schema {
             let items = node.get("items").map_or(Schema::Deduced, from_openapi);
             let kind = match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
                 Some("map") => {
-                    let keys: Vec<String> = node
-                        .get("x-kubernetes-list-map-keys")
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-                        .unwrap_or_default();
+                    let keys = string_list(node.get("x-kubernetes-list-map-keys"));
                     let key_defaults = keys
                         .iter()
                         .filter_map(|k| {
@@ -257,7 +276,12 @@ pub(crate) fn prune_and_default(value: &mut Value, schema: &Schema) {
                 prune_and_default(v, values);
             }
         }
-        (Value::Array(items), Schema::List { items: item_schema, .. }) => {
+        (
+            Value::Array(items),
+            Schema::List {
+                items: item_schema, ..
+            },
+        ) => {
             for v in items {
                 prune_and_default(v, item_schema);
             }
@@ -321,7 +345,10 @@ mod tests {
             "metadata": {"name": "w", "labels": {"a": "b"}},
             "spec": {"bogus": 1, "free": {"anything": {"goes": true}}}, "extra": 1});
         prune_and_default(&mut obj, &info.schema);
-        assert_eq!(obj["spec"], json!({"size": 3, "free": {"anything": {"goes": true}}}));
+        assert_eq!(
+            obj["spec"],
+            json!({"size": 3, "free": {"anything": {"goes": true}}})
+        );
         assert!(obj.get("extra").is_none());
         assert_eq!(obj["metadata"]["labels"]["a"], "b");
     }

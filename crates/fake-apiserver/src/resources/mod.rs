@@ -99,7 +99,12 @@ impl Registry {
     }
 
     /// The resource served at `group`/`version` under `plural`.
-    pub(crate) fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
+    pub(crate) fn lookup(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&Arc<ResourceInfo>> {
         self.resources
             .get(&ResourceKey {
                 group: group.to_string(),

@@ -53,7 +53,10 @@ impl PathElement {
             let parsed: Map<String, Value> = serde_json::from_str(json)
                 .map_err(|e| format!("invalid key path element {key:?}: {e}"))?;
             return Ok(PathElement::Key(
-                parsed.into_iter().map(|(k, v)| (k, v.to_string())).collect(),
+                parsed
+                    .into_iter()
+                    .map(|(k, v)| (k, v.to_string()))
+                    .collect(),
             ));
         }
         if let Some(json) = key.strip_prefix("v:") {
@@ -154,7 +157,10 @@ impl FieldSet {
     pub(crate) fn union_with(&mut self, other: &FieldSet) {
         self.members.extend(other.members.iter().cloned());
         for (pe, child) in &other.children {
-            self.children.entry(pe.clone()).or_default().union_with(child);
+            self.children
+                .entry(pe.clone())
+                .or_default()
+                .union_with(child);
         }
     }
 
@@ -259,7 +265,7 @@ impl FieldSet {
     pub(crate) fn to_fields_v1(&self) -> Value {
         let mut out = Map::new();
         for pe in &self.members {
-            if !self.children.get(pe).is_some_and(|c| !c.is_empty()) {
+            if self.children.get(pe).is_none_or(FieldSet::is_empty) {
                 out.insert(pe.encode(), Value::Object(Map::new()));
             }
         }
@@ -354,6 +360,9 @@ mod tests {
         a.insert(&[f("spec"), f("x")]);
         let mut status = FieldSet::default();
         status.insert(&[f("status")]);
-        assert_eq!(a.recursive_difference(&status).paths(), vec![vec![f("spec"), f("x")]]);
+        assert_eq!(
+            a.recursive_difference(&status).paths(),
+            vec![vec![f("spec"), f("x")]]
+        );
     }
 }

@@ -109,13 +109,20 @@ impl ManagedFields {
     pub(crate) fn encode(&self) -> Value {
         let mut entries: Vec<&Entry> = self.entries.iter().filter(|e| !e.set.is_empty()).collect();
         entries.sort_by(|a, b| {
-            (a.id.operation, &a.time, &a.id.manager, &a.id.api_version, &a.id.subresource).cmp(&(
-                b.id.operation,
-                &b.time,
-                &b.id.manager,
-                &b.id.api_version,
-                &b.id.subresource,
-            ))
+            (
+                a.id.operation,
+                &a.time,
+                &a.id.manager,
+                &a.id.api_version,
+                &a.id.subresource,
+            )
+                .cmp(&(
+                    b.id.operation,
+                    &b.time,
+                    &b.id.manager,
+                    &b.id.api_version,
+                    &b.id.subresource,
+                ))
         });
         let list = entries
             .into_iter()
@@ -249,6 +256,9 @@ mod tests {
         };
         assert!(id(Operation::Apply, "v1").same(&id(Operation::Apply, "v2")));
         assert!(!id(Operation::Update, "v1").same(&id(Operation::Update, "v2")));
-        assert_eq!(id(Operation::Update, "apps/v1").describe(), "\"m\" using apps/v1");
+        assert_eq!(
+            id(Operation::Update, "apps/v1").describe(),
+            "\"m\" using apps/v1"
+        );
     }
 }

@@ -100,10 +100,7 @@ pub(crate) fn record_update(
     }
     let took_any = !taken.is_empty();
     if took_any {
-        let previous = managers
-            .get(who)
-            .map(|e| e.set.clone())
-            .unwrap_or_default();
+        let previous = managers.get(who).map(|e| e.set.clone()).unwrap_or_default();
         managers.put(who, previous.union(&taken), Some(crate::ids::now_rfc3339()));
     }
     managers.drop_empty();
@@ -165,32 +162,67 @@ mod tests {
         }
     }
 
-    fn base() -> Value {
-        json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"}})
-    }
-
-    fn with(extra: Value) -> Value {
-        let mut v = base();
+    /// An object (or applied configuration) named `x` with `extra` merged in.
+    fn obj(extra: Value) -> Value {
+        let mut v = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"}});
         json_patch::merge(&mut v, &extra);
         v
+    }
+
+    /// Applies `config` over `live` as `manager`.
+    fn run(
+        live: &Value,
+        config: Value,
+        mf: &mut ManagedFields,
+        manager: &str,
+        force: bool,
+    ) -> Result<Value, ApplyError> {
+        apply(live, &obj(config), &schema(), mf, &applier(manager), force)
     }
 
     #[test]
     fn reapplying_without_a_field_prunes_it() {
         let mut mf = ManagedFields::default();
-        let live = apply(&base(), &with(json!({"metadata": {"labels": {"a": "1", "b": "2"}}})), &schema(), &mut mf, &applier("m"), false).unwrap();
-        let live = apply(&live, &with(json!({"metadata": {"labels": {"a": "1"}}})), &schema(), &mut mf, &applier("m"), false).unwrap();
+        let live = run(
+            &obj(json!({})),
+            json!({"metadata": {"labels": {"a": "1", "b": "2"}}}),
+            &mut mf,
+            "m",
+            false,
+        )
+        .unwrap();
+        let live = run(
+            &live,
+            json!({"metadata": {"labels": {"a": "1"}}}),
+            &mut mf,
+            "m",
+            false,
+        )
+        .unwrap();
         assert_eq!(live["metadata"]["labels"], json!({"a": "1"}));
     }
 
     #[test]
     fn another_appliers_field_conflicts_unless_forced() {
         let mut mf = ManagedFields::default();
-        let live = apply(&base(), &with(json!({"spec": {"replicas": 1}})), &schema(), &mut mf, &applier("a"), false).unwrap();
-        let err = apply(&live, &with(json!({"spec": {"replicas": 2}})), &schema(), &mut mf, &applier("b"), false).unwrap_err();
-        let ApplyError::Conflict(err) = err else { panic!("expected conflict") };
-        assert_eq!(err.message, "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas");
-        let live = apply(&live, &with(json!({"spec": {"replicas": 2}})), &schema(), &mut mf, &applier("b"), true).unwrap();
+        let live = run(
+            &obj(json!({})),
+            json!({"spec": {"replicas": 1}}),
+            &mut mf,
+            "a",
+            false,
+        )
+        .unwrap();
+        let Err(ApplyError::Conflict(err)) =
+            run(&live, json!({"spec": {"replicas": 2}}), &mut mf, "b", false)
+        else {
+            panic!("expected a conflict");
+        };
+        assert_eq!(
+            err.message,
+            "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas"
+        );
+        let live = run(&live, json!({"spec": {"replicas": 2}}), &mut mf, "b", true).unwrap();
         assert_eq!(live["spec"]["replicas"], 2);
         assert!(mf.get(&applier("a")).is_none(), "a lost its only field");
     }
@@ -198,30 +230,48 @@ mod tests {
     #[test]
     fn same_value_is_shared_not_a_conflict() {
         let mut mf = ManagedFields::default();
-        let live = apply(&base(), &with(json!({"spec": {"replicas": 1}})), &schema(), &mut mf, &applier("a"), false).unwrap();
-        apply(&live, &with(json!({"spec": {"replicas": 1}})), &schema(), &mut mf, &applier("b"), false).unwrap();
+        let live = run(
+            &obj(json!({})),
+            json!({"spec": {"replicas": 1}}),
+            &mut mf,
+            "a",
+            false,
+        )
+        .unwrap();
+        run(&live, json!({"spec": {"replicas": 1}}), &mut mf, "b", false).unwrap();
         assert_eq!(mf.entries.len(), 2);
     }
 
     #[test]
     fn field_kept_when_another_manager_owns_it() {
         let mut mf = ManagedFields::default();
-        let live = apply(&base(), &with(json!({"metadata": {"labels": {"a": "1"}}})), &schema(), &mut mf, &applier("a"), false).unwrap();
-        let live = apply(&live, &with(json!({"metadata": {"labels": {"a": "1"}}})), &schema(), &mut mf, &applier("b"), false).unwrap();
-        let live = apply(&live, &base(), &schema(), &mut mf, &applier("a"), false).unwrap();
+        let labels = json!({"metadata": {"labels": {"a": "1"}}});
+        let live = run(&obj(json!({})), labels.clone(), &mut mf, "a", false).unwrap();
+        let live = run(&live, labels, &mut mf, "b", false).unwrap();
+        let live = run(&live, json!({}), &mut mf, "a", false).unwrap();
         assert_eq!(live["metadata"]["labels"], json!({"a": "1"}));
     }
 
     #[test]
     fn update_takes_ownership_from_an_applier() {
         let mut mf = ManagedFields::default();
-        let live = apply(&base(), &with(json!({"spec": {"replicas": 1}})), &schema(), &mut mf, &applier("a"), false).unwrap();
-        let updater = ManagerId { operation: Operation::Update, ..applier("u") };
-        let new = with(json!({"spec": {"replicas": 5}}));
+        let live = run(
+            &obj(json!({})),
+            json!({"spec": {"replicas": 1}}),
+            &mut mf,
+            "a",
+            false,
+        )
+        .unwrap();
+        let updater = ManagerId {
+            operation: Operation::Update,
+            ..applier("u")
+        };
+        let new = obj(json!({"spec": {"replicas": 5}}));
         assert!(record_update(&live, &new, &schema(), &mut mf, &updater));
         assert!(mf.get(&applier("a")).is_none());
         // Re-applying the old value now conflicts with the updater.
-        let err = apply(&new, &with(json!({"spec": {"replicas": 1}})), &schema(), &mut mf, &applier("a"), false).unwrap_err();
+        let err = run(&new, json!({"spec": {"replicas": 1}}), &mut mf, "a", false).unwrap_err();
         assert!(matches!(err, ApplyError::Conflict(e) if e.message.contains("\"u\" using v1")));
     }
 }

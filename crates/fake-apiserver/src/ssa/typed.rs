@@ -37,7 +37,9 @@ pub(crate) fn list_item_pe(
         ListKind::Set => Ok(PathElement::Value(item.to_string())),
         ListKind::Map { keys, key_defaults } => {
             let Value::Object(obj) = item else {
-                return Err(format!("expected an object in an associative list, got {item}"));
+                return Err(format!(
+                    "expected an object in an associative list, got {item}"
+                ));
             };
             let mut pairs = Vec::with_capacity(keys.len());
             for key in keys {
@@ -208,10 +210,10 @@ fn merge_lists(
 
     let mut out = Vec::with_capacity(lhs.len().max(rhs.len()));
     let merge_item = |pe: &PathElement,
-                          l: Option<&Value>,
-                          r: Option<&Value>,
-                          out: &mut Vec<Value>,
-                          path: &mut Vec<PathElement>|
+                      l: Option<&Value>,
+                      r: Option<&Value>,
+                      out: &mut Vec<Value>,
+                      path: &mut Vec<PathElement>|
      -> Result<(), TypedError> {
         path.push(pe.clone());
         let merged = merge_at(l, r, items_schema, path)?;
@@ -227,7 +229,13 @@ fn merge_lists(
         if li < l_items.len() && ri < r_items.len() {
             let lpe = &l_items[li].0;
             if lpe == &r_items[ri].0 {
-                merge_item(lpe, Some(l_items[li].1), Some(r_items[ri].1), &mut out, path)?;
+                merge_item(
+                    lpe,
+                    Some(l_items[li].1),
+                    Some(r_items[ri].1),
+                    &mut out,
+                    path,
+                )?;
                 li += 1;
                 ri += 1;
                 next_shared = shared_iter.next();
@@ -249,7 +257,13 @@ fn merge_lists(
         }
         if ri < r_items.len() {
             let rpe = &r_items[ri].0;
-            merge_item(rpe, l_index.get(rpe).copied(), Some(r_items[ri].1), &mut out, path)?;
+            merge_item(
+                rpe,
+                l_index.get(rpe).copied(),
+                Some(r_items[ri].1),
+                &mut out,
+                path,
+            )?;
             ri += 1;
             if next_shared.is_some_and(|s| s == rpe) {
                 next_shared = shared_iter.next();
@@ -360,7 +374,13 @@ fn compare_at(
                 r_items.iter().map(|(pe, v)| (pe, *v)).collect();
             for (pe, rv) in &r_items {
                 path.push(pe.clone());
-                compare_at(l_index.get(pe).copied(), Some(rv), schema.items(), path, cmp);
+                compare_at(
+                    l_index.get(pe).copied(),
+                    Some(rv),
+                    schema.items(),
+                    path,
+                    cmp,
+                );
                 path.pop();
             }
             for (pe, lv) in &l_items {
@@ -466,7 +486,10 @@ mod tests {
     fn merge_replaces_atomic_lists() {
         let live = json!({"spec": {"args": ["a", "b"]}});
         let cfg = json!({"spec": {"args": ["c"]}});
-        assert_eq!(merge(&live, &cfg, &pod_like()).unwrap()["spec"]["args"], json!(["c"]));
+        assert_eq!(
+            merge(&live, &cfg, &pod_like()).unwrap()["spec"]["args"],
+            json!(["c"])
+        );
     }
 
     #[test]

@@ -18,7 +18,12 @@ fn managers(obj: &ConfigMap) -> Vec<(String, String)> {
         .clone()
         .unwrap_or_default()
         .into_iter()
-        .map(|m| (m.manager.unwrap_or_default(), m.operation.unwrap_or_default()))
+        .map(|m| {
+            (
+                m.manager.unwrap_or_default(),
+                m.operation.unwrap_or_default(),
+            )
+        })
         .collect()
 }
 
@@ -29,11 +34,19 @@ async fn apply_records_ownership_per_manager() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
     let out = api
-        .patch("own", &PatchParams::apply("opcat"), &Patch::Apply(cm("own", json!({"a": "1"}))))
+        .patch(
+            "own",
+            &PatchParams::apply("opcat"),
+            &Patch::Apply(cm("own", json!({"a": "1"}))),
+        )
         .await
         .unwrap();
     assert_eq!(managers(&out), [("opcat".to_string(), "Apply".to_string())]);
-    let fields = out.metadata.managed_fields.unwrap()[0].fields_v1.clone().unwrap().0;
+    let fields = out.metadata.managed_fields.unwrap()[0]
+        .fields_v1
+        .clone()
+        .unwrap()
+        .0;
     assert_eq!(fields, json!({"f:data": {"f:a": {}}}));
 }
 
@@ -43,26 +56,44 @@ async fn apply_records_ownership_per_manager() {
 async fn conflicting_apply_is_409_unless_forced() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    api.patch("c", &PatchParams::apply("first"), &Patch::Apply(cm("c", json!({"a": "1"}))))
-        .await
-        .unwrap();
+    api.patch(
+        "c",
+        &PatchParams::apply("first"),
+        &Patch::Apply(cm("c", json!({"a": "1"}))),
+    )
+    .await
+    .unwrap();
     let err = status(
-        api.patch("c", &PatchParams::apply("second"), &Patch::Apply(cm("c", json!({"a": "2"}))))
-            .await,
+        api.patch(
+            "c",
+            &PatchParams::apply("second"),
+            &Patch::Apply(cm("c", json!({"a": "2"}))),
+        )
+        .await,
     );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
-    assert_eq!(err.message, "Apply failed with 1 conflict: conflict with \"first\": .data.a");
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"first\": .data.a"
+    );
     let cause = &err.details.unwrap().causes[0];
     assert_eq!(cause.reason, "FieldManagerConflict");
     assert_eq!(cause.field, ".data.a");
     assert_eq!(cause.message, "conflict with \"first\"");
 
     let forced = api
-        .patch("c", &PatchParams::apply("second").force(), &Patch::Apply(cm("c", json!({"a": "2"}))))
+        .patch(
+            "c",
+            &PatchParams::apply("second").force(),
+            &Patch::Apply(cm("c", json!({"a": "2"}))),
+        )
         .await
         .unwrap();
     assert_eq!(forced.data.as_ref().unwrap()["a"], "2");
-    assert_eq!(managers(&forced), [("second".to_string(), "Apply".to_string())]);
+    assert_eq!(
+        managers(&forced),
+        [("second".to_string(), "Apply".to_string())]
+    );
 }
 
 /// A field the manager applied before and omits now is removed, unless another manager
@@ -72,13 +103,32 @@ async fn fields_no_longer_applied_are_removed_unless_shared() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
     let a = PatchParams::apply("a");
-    api.patch("p", &a, &Patch::Apply(cm("p", json!({"x": "1", "y": "2", "z": "3"})))).await.unwrap();
-    api.patch("p", &PatchParams::apply("b"), &Patch::Apply(cm("p", json!({"z": "3"})))).await.unwrap();
-    let out = api.patch("p", &a, &Patch::Apply(cm("p", json!({"x": "1"})))).await.unwrap();
+    api.patch(
+        "p",
+        &a,
+        &Patch::Apply(cm("p", json!({"x": "1", "y": "2", "z": "3"}))),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "p",
+        &PatchParams::apply("b"),
+        &Patch::Apply(cm("p", json!({"z": "3"}))),
+    )
+    .await
+    .unwrap();
+    let out = api
+        .patch("p", &a, &Patch::Apply(cm("p", json!({"x": "1"}))))
+        .await
+        .unwrap();
     let data = out.data.unwrap();
     assert_eq!(data.get("x").map(String::as_str), Some("1"));
     assert!(!data.contains_key("y"), "y was only a's and is pruned");
-    assert_eq!(data.get("z").map(String::as_str), Some("3"), "z is still b's");
+    assert_eq!(
+        data.get("z").map(String::as_str),
+        Some("3"),
+        "z is still b's"
+    );
 }
 
 /// An Update (PUT/merge patch) takes ownership of the fields it changes, so a later Apply
@@ -89,19 +139,48 @@ async fn update_takes_ownership_from_an_applier() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
     let ssa = PatchParams::apply("opcat");
-    api.patch("u", &ssa, &Patch::Apply(cm("u", json!({"mine": "1", "shared": "a"})))).await.unwrap();
-    let mut edit = PatchParams::default();
-    edit.field_manager = Some("kubectl-edit".into());
-    api.patch("u", &edit, &Patch::Merge(json!({"data": {"shared": "b", "theirs": "t"}}))).await.unwrap();
+    api.patch(
+        "u",
+        &ssa,
+        &Patch::Apply(cm("u", json!({"mine": "1", "shared": "a"}))),
+    )
+    .await
+    .unwrap();
+    let edit = PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..PatchParams::default()
+    };
+    api.patch(
+        "u",
+        &edit,
+        &Patch::Merge(json!({"data": {"shared": "b", "theirs": "t"}})),
+    )
+    .await
+    .unwrap();
 
-    let out = api.patch("u", &ssa, &Patch::Apply(cm("u", json!({"mine": "1"})))).await.unwrap();
+    let out = api
+        .patch("u", &ssa, &Patch::Apply(cm("u", json!({"mine": "1"}))))
+        .await
+        .unwrap();
     let data = out.data.unwrap();
     assert_eq!(data["shared"], "b", "taken over by the Update, not pruned");
     assert_eq!(data["theirs"], "t");
 
-    let err = status(api.patch("u", &ssa, &Patch::Apply(cm("u", json!({"mine": "1", "shared": "a"})))).await);
+    let err = status(
+        api.patch(
+            "u",
+            &ssa,
+            &Patch::Apply(cm("u", json!({"mine": "1", "shared": "a"}))),
+        )
+        .await,
+    );
     assert_eq!(err.code, 409);
-    assert!(err.message.contains("conflict with \"kubectl-edit\" using v1"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("conflict with \"kubectl-edit\" using v1"),
+        "{}",
+        err.message
+    );
 }
 
 /// `listType=atomic` lists (here `ServiceAccount.imagePullSecrets`) belong to one manager
@@ -115,17 +194,37 @@ async fn atomic_lists_are_owned_and_replaced_whole() {
         let refs: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op"}, "imagePullSecrets": refs})
     };
-    api.patch("op", &PatchParams::apply("openshift"), &Patch::Apply(sa(&["op-dockercfg-abc"])))
-        .await
-        .unwrap();
-    let err = status(api.patch("op", &PatchParams::apply("opcat"), &Patch::Apply(sa(&["ours"]))).await);
+    api.patch(
+        "op",
+        &PatchParams::apply("openshift"),
+        &Patch::Apply(sa(&["op-dockercfg-abc"])),
+    )
+    .await
+    .unwrap();
+    let err = status(
+        api.patch(
+            "op",
+            &PatchParams::apply("opcat"),
+            &Patch::Apply(sa(&["ours"])),
+        )
+        .await,
+    );
     assert_eq!(err.code, 409);
     assert_eq!(err.details.unwrap().causes[0].field, ".imagePullSecrets");
     let forced = api
-        .patch("op", &PatchParams::apply("opcat").force(), &Patch::Apply(sa(&["ours"])))
+        .patch(
+            "op",
+            &PatchParams::apply("opcat").force(),
+            &Patch::Apply(sa(&["ours"])),
+        )
         .await
         .unwrap();
-    let names: Vec<_> = forced.image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
+    let names: Vec<_> = forced
+        .image_pull_secrets
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
     assert_eq!(names, ["ours"]);
 }
 
@@ -140,7 +239,9 @@ async fn map_and_set_lists_merge_per_item() {
     api.patch(
         "w",
         &PatchParams::apply("a"),
-        &Patch::Apply(w(json!({"ports": [{"name": "http", "port": 80}], "tags": ["x"]}))),
+        &Patch::Apply(w(
+            json!({"ports": [{"name": "http", "port": 80}], "tags": ["x"]}),
+        )),
     )
     .await
     .unwrap();
@@ -148,24 +249,43 @@ async fn map_and_set_lists_merge_per_item() {
         .patch(
             "w",
             &PatchParams::apply("b"),
-            &Patch::Apply(w(json!({"ports": [{"name": "metrics", "port": 9090}], "tags": ["y"]}))),
+            &Patch::Apply(w(
+                json!({"ports": [{"name": "metrics", "port": 9090}], "tags": ["y"]}),
+            )),
         )
         .await
         .unwrap();
-    assert_eq!(out.data["spec"]["ports"], json!([{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}]));
+    assert_eq!(
+        out.data["spec"]["ports"],
+        json!([{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}])
+    );
     assert_eq!(out.data["spec"]["tags"], json!(["x", "y"]));
 
     let out = api
-        .patch("w", &PatchParams::apply("a"), &Patch::Apply(w(json!({"tags": ["x"]}))))
+        .patch(
+            "w",
+            &PatchParams::apply("a"),
+            &Patch::Apply(w(json!({"tags": ["x"]}))),
+        )
         .await
         .unwrap();
-    assert_eq!(out.data["spec"]["ports"], json!([{"name": "metrics", "port": 9090}]));
+    assert_eq!(
+        out.data["spec"]["ports"],
+        json!([{"name": "metrics", "port": 9090}])
+    );
 
     let err = status(
-        api.patch("w", &PatchParams::apply("a"), &Patch::Apply(w(json!({"ports": [{"name": "metrics", "port": 1}]}))))
-            .await,
+        api.patch(
+            "w",
+            &PatchParams::apply("a"),
+            &Patch::Apply(w(json!({"ports": [{"name": "metrics", "port": 1}]}))),
+        )
+        .await,
     );
-    assert_eq!(err.details.unwrap().causes[0].field, ".spec.ports[name=\"metrics\"].port");
+    assert_eq!(
+        err.details.unwrap().causes[0].field,
+        ".spec.ports[name=\"metrics\"].port"
+    );
 }
 
 /// Apply without `fieldManager` is 422, and a body without `apiVersion`/`kind` is 400
@@ -174,15 +294,25 @@ async fn map_and_set_lists_merge_per_item() {
 async fn apply_requires_a_field_manager_and_type_meta() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    api.create(&PostParams::default(), &crate::common::config_map("v", &[])).await.unwrap();
+    api.create(&PostParams::default(), &crate::common::config_map("v", &[]))
+        .await
+        .unwrap();
     let req = kube::core::Request::new("/api/v1/namespaces/default/configmaps")
-        .patch("v", &PatchParams::default(), &Patch::Apply(cm("v", json!({}))))
+        .patch(
+            "v",
+            &PatchParams::default(),
+            &Patch::Apply(cm("v", json!({}))),
+        )
         .unwrap();
     let err = status(client.request::<ConfigMap>(req).await);
     assert_eq!(err.code, 422);
     let err = status(
-        api.patch("v", &PatchParams::apply("m"), &Patch::Apply(json!({"metadata": {"name": "v"}})))
-            .await,
+        api.patch(
+            "v",
+            &PatchParams::apply("m"),
+            &Patch::Apply(json!({"metadata": {"name": "v"}})),
+        )
+        .await,
     );
     assert_eq!(err.code, 400);
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use fake_apiserver::FakeApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::core::Status;
-use kube::Client;
 
 /// A server with default settings and an in-process client.
 pub fn server() -> (FakeApiServer, Client) {
@@ -18,7 +18,12 @@ pub fn server() -> (FakeApiServer, Client) {
 }
 
 pub fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
-    Some(pairs.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect())
+    Some(
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect(),
+    )
 }
 
 pub fn config_map(name: &str, pairs: &[(&str, &str)]) -> ConfigMap {
@@ -53,7 +58,9 @@ pub async fn create_namespace(client: &Client, name: &str) {
         },
         ..Namespace::default()
     };
-    api.create(&PostParams::default(), &ns).await.expect("create namespace");
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
 }
 
 /// The `Status` of a failed call (panics when the call did not fail with one).
@@ -75,7 +82,10 @@ where
         if check().await {
             return;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

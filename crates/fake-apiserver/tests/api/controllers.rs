@@ -18,8 +18,15 @@ use crate::resources::install_widgets;
 async fn namespace_lifecycle_admission() {
     let (_server, client) = server();
     let missing: Api<ConfigMap> = Api::namespaced(client.clone(), "nowhere");
-    let err = status(missing.create(&PostParams::default(), &config_map("c", &[])).await);
-    assert_eq!((err.code, err.message.as_str()), (404, "namespaces \"nowhere\" not found"));
+    let err = status(
+        missing
+            .create(&PostParams::default(), &config_map("c", &[]))
+            .await,
+    );
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (404, "namespaces \"nowhere\" not found")
+    );
 
     create_namespace(&client, "closing").await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "closing");
@@ -27,19 +34,33 @@ async fn namespace_lifecycle_admission() {
     held.metadata.finalizers = Some(vec!["opcat.dev/cleanup".into()]);
     cms.create(&PostParams::default(), &held).await.unwrap();
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces.delete("closing", &DeleteParams::default()).await.unwrap();
+    namespaces
+        .delete("closing", &DeleteParams::default())
+        .await
+        .unwrap();
     let ns = namespaces.get("closing").await.unwrap();
     assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Terminating"));
     assert!(ns.metadata.deletion_timestamp.is_some());
 
-    let err = status(cms.create(&PostParams::default(), &config_map("late", &[])).await);
+    let err = status(
+        cms.create(&PostParams::default(), &config_map("late", &[]))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (403, "Forbidden"));
-    assert!(err.message.contains("because it is being terminated"), "{}", err.message);
+    assert!(
+        err.message.contains("because it is being terminated"),
+        "{}",
+        err.message
+    );
 
     // The namespace goes once its last object is finalized.
-    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
-        .await
-        .unwrap();
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(status(namespaces.get("closing").await).code, 404);
 }
 
@@ -57,9 +78,13 @@ async fn default_service_account_appears() {
 /// from Installing to Succeeded.
 #[tokio::test]
 async fn deployments_become_available_when_released() {
-    let server = FakeApiServer::builder().deployment_mode(DeploymentMode::HeldUntilReleased).build();
+    let server = FakeApiServer::builder()
+        .deployment_mode(DeploymentMode::HeldUntilReleased)
+        .build();
     let api: Api<Deployment> = Api::default_namespaced(server.client());
-    api.create(&PostParams::default(), &deployment("op")).await.unwrap();
+    api.create(&PostParams::default(), &deployment("op"))
+        .await
+        .unwrap();
     let held = api.get("op").await.unwrap().status.unwrap();
     assert_eq!(held.observed_generation, Some(1));
     let available = |s: &k8s_openapi::api::apps::v1::DeploymentStatus| {
@@ -78,11 +103,18 @@ async fn deployments_become_available_when_released() {
     assert_eq!(ready.available_replicas, Some(1));
 
     // A spec change is observed again.
-    api.patch("op", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}})))
-        .await
-        .unwrap();
+    api.patch(
+        "op",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await
+    .unwrap();
     let status = api.get("op").await.unwrap().status.unwrap();
-    assert_eq!((status.observed_generation, status.available_replicas), (Some(2), Some(3)));
+    assert_eq!(
+        (status.observed_generation, status.available_replicas),
+        (Some(2), Some(3))
+    );
 }
 
 /// A new CRD reports `NamesAccepted` and `Established`, carries the cleanup finalizer, and
@@ -95,17 +127,39 @@ async fn crds_are_established_and_clean_up() {
     let crd = crds.get("widgets.example.com").await.unwrap();
     let conditions = crd.status.unwrap().conditions.unwrap();
     for t in ["NamesAccepted", "Established"] {
-        assert!(conditions.iter().any(|c| c.type_ == t && c.status == "True"), "{t}");
+        assert!(
+            conditions
+                .iter()
+                .any(|c| c.type_ == t && c.status == "True"),
+            "{t}"
+        );
     }
-    assert!(crd.metadata.finalizers.unwrap().contains(&"customresourcecleanup.apiextensions.k8s.io".to_string()));
+    assert!(
+        crd.metadata
+            .finalizers
+            .unwrap()
+            .contains(&"customresourcecleanup.apiextensions.k8s.io".to_string())
+    );
 
-    let widgets: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(client.clone(), "default", &crate::resources::widgets_resource());
+    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &crate::resources::widgets_resource(),
+    );
     widgets
-        .create(&PostParams::default(), &crate::resources::widget("w", json!({})))
+        .create(
+            &PostParams::default(),
+            &crate::resources::widget("w", json!({})),
+        )
         .await
         .unwrap();
-    crds.delete("widgets.example.com", &DeleteParams::default()).await.unwrap();
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
     assert_eq!(status(crds.get("widgets.example.com").await).code, 404);
-    assert_eq!(status(widgets.get("w").await).code, 404, "the kind is no longer served");
+    assert_eq!(
+        status(widgets.get("w").await).code,
+        404,
+        "the kind is no longer served"
+    );
 }

@@ -18,7 +18,10 @@ async fn generate_name_appends_a_suffix() {
     let a = api.create(&PostParams::default(), &cm).await.unwrap();
     let b = api.create(&PostParams::default(), &cm).await.unwrap();
     let (a, b) = (a.metadata.name.unwrap(), b.metadata.name.unwrap());
-    assert!(a.starts_with("opcat-") && a.len() == "opcat-".len() + 5, "{a}");
+    assert!(
+        a.starts_with("opcat-") && a.len() == "opcat-".len() + 5,
+        "{a}"
+    );
     assert_ne!(a, b);
 }
 
@@ -31,8 +34,15 @@ async fn list_filters_by_label_and_field_selectors() {
     crate::common::create_namespace(&client, "other").await;
     let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let pp = PostParams::default();
-    api.create(&pp, &config_map("web", &[("app", "web"), ("tier", "front")])).await.unwrap();
-    api.create(&pp, &config_map("db", &[("app", "db")])).await.unwrap();
+    api.create(
+        &pp,
+        &config_map("web", &[("app", "web"), ("tier", "front")]),
+    )
+    .await
+    .unwrap();
+    api.create(&pp, &config_map("db", &[("app", "db")]))
+        .await
+        .unwrap();
     api.create(&pp, &config_map("bare", &[])).await.unwrap();
     Api::<ConfigMap>::namespaced(client.clone(), "other")
         .create(&pp, &config_map("web", &[("app", "web")]))
@@ -64,7 +74,10 @@ async fn list_filters_by_label_and_field_selectors() {
     assert_eq!(names("!app").await, ["bare"]);
 
     let all: Api<ConfigMap> = Api::all(client);
-    let by_name = all.list(&ListParams::default().fields("metadata.name=web")).await.unwrap();
+    let by_name = all
+        .list(&ListParams::default().fields("metadata.name=web"))
+        .await
+        .unwrap();
     assert_eq!(by_name.items.len(), 2);
     let by_ns = all
         .list(&ListParams::default().fields("metadata.name=web,metadata.namespace=other"))
@@ -82,20 +95,32 @@ async fn list_pages_with_limit_and_continue() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
     for i in 0..7 {
-        api.create(&PostParams::default(), &config_map(&format!("cm-{i}"), &[])).await.unwrap();
+        api.create(&PostParams::default(), &config_map(&format!("cm-{i}"), &[]))
+            .await
+            .unwrap();
     }
     let first = api.list(&ListParams::default().limit(3)).await.unwrap();
     assert_eq!(first.items.len(), 3);
     assert_eq!(first.metadata.remaining_item_count, Some(4));
     let token = first.metadata.continue_.clone().unwrap();
-    let second = api.list(&ListParams::default().limit(3).continue_token(&token)).await.unwrap();
+    let second = api
+        .list(&ListParams::default().limit(3).continue_token(&token))
+        .await
+        .unwrap();
     let third = api
-        .list(&ListParams::default().limit(3).continue_token(second.metadata.continue_.as_deref().unwrap()))
+        .list(
+            &ListParams::default()
+                .limit(3)
+                .continue_token(second.metadata.continue_.as_deref().unwrap()),
+        )
         .await
         .unwrap();
     assert_eq!(third.items.len(), 1);
     assert!(third.metadata.continue_.is_none());
-    assert_eq!(first.metadata.resource_version, third.metadata.resource_version);
+    assert_eq!(
+        first.metadata.resource_version,
+        third.metadata.resource_version
+    );
     let mut names: Vec<_> = [first, second, third]
         .into_iter()
         .flat_map(|l| l.items)
@@ -115,10 +140,18 @@ async fn not_found_and_already_exists_bodies() {
     assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"));
     assert_eq!(err.message, "configmaps \"x\" not found");
     let details = err.details.unwrap();
-    assert_eq!((details.name.as_str(), details.kind.as_str()), ("x", "configmaps"));
+    assert_eq!(
+        (details.name.as_str(), details.kind.as_str()),
+        ("x", "configmaps")
+    );
 
-    api.create(&PostParams::default(), &config_map("x", &[])).await.unwrap();
-    let err = status(api.create(&PostParams::default(), &config_map("x", &[])).await);
+    api.create(&PostParams::default(), &config_map("x", &[]))
+        .await
+        .unwrap();
+    let err = status(
+        api.create(&PostParams::default(), &config_map("x", &[]))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "AlreadyExists"));
     assert_eq!(err.message, "configmaps \"x\" already exists");
 }
@@ -138,7 +171,11 @@ async fn missing_name_or_namespace_is_invalid() {
     assert_eq!(cause.reason, "FieldValueRequired");
 
     let no_ns: Api<ConfigMap> = Api::all(client);
-    let err = status(no_ns.create(&PostParams::default(), &config_map("y", &[])).await);
+    let err = status(
+        no_ns
+            .create(&PostParams::default(), &config_map("y", &[]))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
     assert_eq!(err.details.unwrap().causes[0].field, "metadata.namespace");
 }
@@ -149,10 +186,16 @@ async fn missing_name_or_namespace_is_invalid() {
 async fn update_with_stale_resource_version_conflicts() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    let created = api.create(&PostParams::default(), &config_map("u", &[])).await.unwrap();
+    let created = api
+        .create(&PostParams::default(), &config_map("u", &[]))
+        .await
+        .unwrap();
     let mut first = created.clone();
     first.data = Some([("k".to_string(), "first".to_string())].into());
-    let updated = api.replace("u", &PostParams::default(), &first).await.unwrap();
+    let updated = api
+        .replace("u", &PostParams::default(), &first)
+        .await
+        .unwrap();
     assert_eq!(updated.data.unwrap()["k"], "first");
 
     let mut stale = created;
@@ -172,8 +215,12 @@ async fn delete_and_delete_collection() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
     let pp = PostParams::default();
-    api.create(&pp, &config_map("a", &[("x", "1")])).await.unwrap();
-    api.create(&pp, &config_map("b", &[("x", "1")])).await.unwrap();
+    api.create(&pp, &config_map("a", &[("x", "1")]))
+        .await
+        .unwrap();
+    api.create(&pp, &config_map("b", &[("x", "1")]))
+        .await
+        .unwrap();
     api.create(&pp, &config_map("c", &[])).await.unwrap();
 
     let answer = api.delete("a", &DeleteParams::default()).await.unwrap();
@@ -182,7 +229,10 @@ async fn delete_and_delete_collection() {
     assert_eq!(crate::common::status(api.get("a").await).code, 404);
 
     let deleted = api
-        .delete_collection(&DeleteParams::default(), &ListParams::default().labels("x=1"))
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("x=1"),
+        )
         .await
         .unwrap()
         .left()
@@ -197,17 +247,26 @@ async fn delete_and_delete_collection() {
 /// (`storage.NewTooLargeResourceVersionError`/etcd compaction behaviour for `continue`).
 #[tokio::test]
 async fn expired_continue_token_is_gone() {
-    let server = fake_apiserver::FakeApiServer::builder().watch_history(2).build();
+    let server = fake_apiserver::FakeApiServer::builder()
+        .watch_history(2)
+        .build();
     let api: Api<ConfigMap> = Api::default_namespaced(server.client());
     for i in 0..3 {
-        api.create(&PostParams::default(), &config_map(&format!("p-{i}"), &[])).await.unwrap();
+        api.create(&PostParams::default(), &config_map(&format!("p-{i}"), &[]))
+            .await
+            .unwrap();
     }
     let page = api.list(&ListParams::default().limit(1)).await.unwrap();
     for i in 3..8 {
-        api.create(&PostParams::default(), &config_map(&format!("p-{i}"), &[])).await.unwrap();
+        api.create(&PostParams::default(), &config_map(&format!("p-{i}"), &[]))
+            .await
+            .unwrap();
     }
     let token = page.metadata.continue_.unwrap();
-    let err = status(api.list(&ListParams::default().limit(1).continue_token(&token)).await);
+    let err = status(
+        api.list(&ListParams::default().limit(1).continue_token(&token))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
 }
 
@@ -217,13 +276,26 @@ async fn expired_continue_token_is_gone() {
 async fn invalid_names_are_rejected() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let err = status(api.create(&PostParams::default(), &config_map("Not_Valid", &[])).await);
+    let err = status(
+        api.create(&PostParams::default(), &config_map("Not_Valid", &[]))
+            .await,
+    );
     assert_eq!(err.code, 422);
-    assert!(err.message.contains("a lowercase RFC 1123 subdomain"), "{}", err.message);
+    assert!(
+        err.message.contains("a lowercase RFC 1123 subdomain"),
+        "{}",
+        err.message
+    );
     let ns: Api<Namespace> = Api::all(client);
     let bad = Namespace {
-        metadata: ObjectMeta { name: Some("a.b".into()), ..ObjectMeta::default() },
+        metadata: ObjectMeta {
+            name: Some("a.b".into()),
+            ..ObjectMeta::default()
+        },
         ..Namespace::default()
     };
-    assert_eq!(status(ns.create(&PostParams::default(), &bad).await).code, 422);
+    assert_eq!(
+        status(ns.create(&PostParams::default(), &bad).await).code,
+        422
+    );
 }

@@ -19,9 +19,12 @@ fn with_finalizers(name: &str, finalizers: &[&str]) -> ConfigMap {
 async fn delete_waits_for_the_last_finalizer() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    api.create(&PostParams::default(), &with_finalizers("f", &["opcat.dev/cleanup", "example.com/other"]))
-        .await
-        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &with_finalizers("f", &["opcat.dev/cleanup", "example.com/other"]),
+    )
+    .await
+    .unwrap();
     let answer = api.delete("f", &DeleteParams::default()).await.unwrap();
     let kept = answer.left().expect("the object, still present");
     assert!(kept.metadata.deletion_timestamp.is_some());
@@ -33,17 +36,24 @@ async fn delete_waits_for_the_last_finalizer() {
     api.patch(
         "f",
         &PatchParams::default(),
-        &Patch::Json::<()>(serde_json::from_value(json!([
-            {"op": "test", "path": "/metadata/finalizers/0", "value": "opcat.dev/cleanup"},
-            {"op": "remove", "path": "/metadata/finalizers/0"}
-        ])).unwrap()),
+        &Patch::Json::<()>(
+            serde_json::from_value(json!([
+                {"op": "test", "path": "/metadata/finalizers/0", "value": "opcat.dev/cleanup"},
+                {"op": "remove", "path": "/metadata/finalizers/0"}
+            ]))
+            .unwrap(),
+        ),
     )
     .await
     .unwrap();
     assert!(api.get("f").await.is_ok(), "one finalizer left");
 
     let last = api
-        .patch("f", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}})))
+        .patch(
+            "f",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
         .await
         .unwrap();
     assert!(last.metadata.finalizers.is_none());
@@ -56,22 +66,38 @@ async fn delete_waits_for_the_last_finalizer() {
 async fn no_new_finalizers_while_deleting() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    api.create(&PostParams::default(), &with_finalizers("g", &["opcat.dev/cleanup"])).await.unwrap();
+    api.create(
+        &PostParams::default(),
+        &with_finalizers("g", &["opcat.dev/cleanup"]),
+    )
+    .await
+    .unwrap();
     api.delete("g", &DeleteParams::default()).await.unwrap();
     let err = status(
         api.patch(
             "g",
             &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": ["opcat.dev/cleanup", "late.example.com/x"]}})),
+            &Patch::Merge(
+                json!({"metadata": {"finalizers": ["opcat.dev/cleanup", "late.example.com/x"]}}),
+            ),
         )
         .await,
     );
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
-    assert!(err.message.contains("no new finalizers can be added if the object is being deleted"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("no new finalizers can be added if the object is being deleted"),
+        "{}",
+        err.message
+    );
     // Other changes to a deleting object are still accepted.
-    api.patch("g", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "changed"}})))
-        .await
-        .unwrap();
+    api.patch(
+        "g",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
 }
 
 /// Deleting again while finalizers are pending changes nothing (same deletionTimestamp).
@@ -79,11 +105,32 @@ async fn no_new_finalizers_while_deleting() {
 async fn repeated_delete_is_idempotent() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    api.create(&PostParams::default(), &with_finalizers("h", &["opcat.dev/cleanup"])).await.unwrap();
-    let first = api.delete("h", &DeleteParams::default()).await.unwrap().left().unwrap();
-    let second = api.delete("h", &DeleteParams::default()).await.unwrap().left().unwrap();
-    assert_eq!(first.metadata.deletion_timestamp, second.metadata.deletion_timestamp);
-    assert_eq!(first.metadata.resource_version, second.metadata.resource_version);
+    api.create(
+        &PostParams::default(),
+        &with_finalizers("h", &["opcat.dev/cleanup"]),
+    )
+    .await
+    .unwrap();
+    let first = api
+        .delete("h", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    let second = api
+        .delete("h", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    assert_eq!(
+        first.metadata.deletion_timestamp,
+        second.metadata.deletion_timestamp
+    );
+    assert_eq!(
+        first.metadata.resource_version,
+        second.metadata.resource_version
+    );
 }
 
 /// Delete preconditions on uid and resourceVersion fail with 409.
@@ -91,12 +138,22 @@ async fn repeated_delete_is_idempotent() {
 async fn delete_preconditions() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    api.create(&PostParams::default(), &config_map("pre", &[])).await.unwrap();
+    api.create(&PostParams::default(), &config_map("pre", &[]))
+        .await
+        .unwrap();
     let dp = DeleteParams {
-        preconditions: Some(kube::api::Preconditions { uid: Some("nope".into()), resource_version: None }),
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some("nope".into()),
+            resource_version: None,
+        }),
         ..DeleteParams::default()
     };
     let err = status(api.delete("pre", &dp).await);
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
-    assert!(err.message.contains("Precondition failed: UID in precondition: nope"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("Precondition failed: UID in precondition: nope"),
+        "{}",
+        err.message
+    );
 }

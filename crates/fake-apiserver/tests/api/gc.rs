@@ -32,18 +32,26 @@ async fn dependents_go_when_all_owners_are_gone() {
     let pp = PostParams::default();
     let a = api.create(&pp, &config_map("owner-a", &[])).await.unwrap();
     let b = api.create(&pp, &config_map("owner-b", &[])).await.unwrap();
-    api.create(&pp, &owned_by(config_map("dep", &[]), &[&a, &b], false)).await.unwrap();
+    api.create(&pp, &owned_by(config_map("dep", &[]), &[&a, &b], false))
+        .await
+        .unwrap();
 
-    api.delete("owner-a", &DeleteParams::default()).await.unwrap();
+    api.delete("owner-a", &DeleteParams::default())
+        .await
+        .unwrap();
     let dep = api.get("dep").await.expect("one owner remains");
     let refs = dep.metadata.owner_references.unwrap();
     assert_eq!(refs.len(), 1);
     assert_eq!(refs[0].name, "owner-b");
 
-    api.delete("owner-b", &DeleteParams::default()).await.unwrap();
-    eventually(std::time::Duration::from_secs(1), "dependent deleted", || async {
-        api.get_opt("dep").await.unwrap().is_none()
-    })
+    api.delete("owner-b", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        std::time::Duration::from_secs(1),
+        "dependent deleted",
+        || async { api.get_opt("dep").await.unwrap().is_none() },
+    )
     .await;
 }
 
@@ -54,9 +62,17 @@ async fn cross_namespace_owner_counts_as_absent() {
     let (_server, client) = server();
     create_namespace(&client, "elsewhere").await;
     let there: Api<ConfigMap> = Api::namespaced(client.clone(), "elsewhere");
-    let owner = there.create(&PostParams::default(), &config_map("owner", &[])).await.unwrap();
+    let owner = there
+        .create(&PostParams::default(), &config_map("owner", &[]))
+        .await
+        .unwrap();
     let here: Api<ConfigMap> = Api::default_namespaced(client);
-    here.create(&PostParams::default(), &owned_by(config_map("dep", &[]), &[&owner], false)).await.unwrap();
+    here.create(
+        &PostParams::default(),
+        &owned_by(config_map("dep", &[]), &[&owner], false),
+    )
+    .await
+    .unwrap();
     assert_eq!(status(here.get("dep").await).code, 404);
     assert!(there.get("owner").await.is_ok());
 }
@@ -68,7 +84,10 @@ async fn deleting_a_namespace_deletes_its_contents() {
     let (_server, client) = server();
     create_namespace(&client, "team").await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "team");
-    secrets.create(&PostParams::default(), &crate::common::secret("s")).await.unwrap();
+    secrets
+        .create(&PostParams::default(), &crate::common::secret("s"))
+        .await
+        .unwrap();
     let ns: Api<Namespace> = Api::all(client.clone());
     ns.delete("team", &DeleteParams::default()).await.unwrap();
     assert_eq!(status(secrets.get("s").await).code, 404);
@@ -88,10 +107,25 @@ async fn foreground_and_orphan_propagation() {
     dep.metadata.finalizers = Some(vec!["opcat.dev/cleanup".into()]);
     api.create(&pp, &dep).await.unwrap();
 
-    api.delete("fg-owner", &DeleteParams::foreground()).await.unwrap();
+    api.delete("fg-owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
     let waiting = api.get("fg-owner").await.unwrap();
-    assert!(waiting.metadata.finalizers.unwrap().contains(&"foregroundDeletion".to_string()));
-    assert!(api.get("fg-dep").await.unwrap().metadata.deletion_timestamp.is_some());
+    assert!(
+        waiting
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    assert!(
+        api.get("fg-dep")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
 
     api.patch(
         "fg-dep",
@@ -104,8 +138,12 @@ async fn foreground_and_orphan_propagation() {
     assert_eq!(status(api.get("fg-owner").await).code, 404);
 
     let owner = api.create(&pp, &config_map("or-owner", &[])).await.unwrap();
-    api.create(&pp, &owned_by(config_map("or-dep", &[]), &[&owner], false)).await.unwrap();
-    api.delete("or-owner", &DeleteParams::orphan()).await.unwrap();
+    api.create(&pp, &owned_by(config_map("or-dep", &[]), &[&owner], false))
+        .await
+        .unwrap();
+    api.delete("or-owner", &DeleteParams::orphan())
+        .await
+        .unwrap();
     assert_eq!(status(api.get("or-owner").await).code, 404);
     let orphan = api.get("or-dep").await.unwrap();
     assert!(orphan.metadata.owner_references.is_none());

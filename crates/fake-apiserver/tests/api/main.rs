@@ -2,6 +2,10 @@
 //! `kube::runtime`), one module per behaviour the server promises. Each test's doc comment
 //! names the Kubernetes behaviour it mirrors.
 
+// Test code: a failed unwrap is a failed test (clippy's allow-unwrap-in-tests does not reach
+// helper functions of integration tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod apply;
 mod common;
 mod controllers;

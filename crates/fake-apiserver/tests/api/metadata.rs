@@ -29,25 +29,41 @@ pub fn deployment(name: &str) -> Deployment {
 async fn resource_version_increases_and_guards_writes() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    let created = api.create(&PostParams::default(), &config_map("m", &[])).await.unwrap();
+    let created = api
+        .create(&PostParams::default(), &config_map("m", &[]))
+        .await
+        .unwrap();
     let uid = created.metadata.uid.clone().unwrap();
     assert_eq!(uid.len(), 36);
     assert!(created.metadata.creation_timestamp.is_some());
 
     let patched = api
-        .patch("m", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "2"}})))
+        .patch(
+            "m",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "2"}})),
+        )
         .await
         .unwrap();
     assert!(rv(&patched) > rv(&created));
     assert_eq!(patched.metadata.uid.as_deref(), Some(uid.as_str()));
-    assert_eq!(patched.metadata.creation_timestamp, created.metadata.creation_timestamp);
+    assert_eq!(
+        patched.metadata.creation_timestamp,
+        created.metadata.creation_timestamp
+    );
 
     let stale = json!({"metadata": {"resourceVersion": created.metadata.resource_version}, "data": {"k": "3"}});
-    let err = status(api.patch("m", &PatchParams::default(), &Patch::Merge(stale)).await);
+    let err = status(
+        api.patch("m", &PatchParams::default(), &Patch::Merge(stale))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
 
     // Writes to other objects also move the cluster-wide version.
-    let other = api.create(&PostParams::default(), &config_map("n", &[])).await.unwrap();
+    let other = api
+        .create(&PostParams::default(), &config_map("n", &[]))
+        .await
+        .unwrap();
     assert!(rv(&other) > rv(&patched));
 }
 
@@ -57,16 +73,29 @@ async fn resource_version_increases_and_guards_writes() {
 async fn no_op_writes_keep_the_resource_version() {
     let (server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    let created = api.create(&PostParams::default(), &config_map("same", &[])).await.unwrap();
-    let replaced = api.replace("same", &PostParams::default(), &created).await.unwrap();
-    assert_eq!(replaced.metadata.resource_version, created.metadata.resource_version);
+    let created = api
+        .create(&PostParams::default(), &config_map("same", &[]))
+        .await
+        .unwrap();
+    let replaced = api
+        .replace("same", &PostParams::default(), &created)
+        .await
+        .unwrap();
+    assert_eq!(
+        replaced.metadata.resource_version,
+        created.metadata.resource_version
+    );
     let before = server.resource_version();
     let ssa = PatchParams::apply("opcat");
     let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "same"}, "data": {"k": "v"}});
     let a = api.patch("same", &ssa, &Patch::Apply(&cfg)).await.unwrap();
     let b = api.patch("same", &ssa, &Patch::Apply(&cfg)).await.unwrap();
     assert_eq!(a.metadata.resource_version, b.metadata.resource_version);
-    assert_eq!(server.resource_version(), before + 1, "only the first apply changed anything");
+    assert_eq!(
+        server.resource_version(),
+        before + 1,
+        "only the first apply changed anything"
+    );
 }
 
 /// `generation` starts at 1 and increments when the spec changes, not when only metadata or
@@ -77,23 +106,38 @@ async fn generation_moves_on_spec_changes_only() {
         .deployment_mode(fake_apiserver::DeploymentMode::Disabled)
         .build();
     let api: Api<Deployment> = Api::default_namespaced(server.client());
-    let created = api.create(&PostParams::default(), &deployment("g")).await.unwrap();
+    let created = api
+        .create(&PostParams::default(), &deployment("g"))
+        .await
+        .unwrap();
     assert_eq!(created.metadata.generation, Some(1));
 
     let labels = api
-        .patch("g", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})))
+        .patch(
+            "g",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
         .await
         .unwrap();
     assert_eq!(labels.metadata.generation, Some(1));
 
     let with_status = api
-        .patch_status("g", &PatchParams::default(), &Patch::Merge(json!({"status": {"replicas": 3}})))
+        .patch_status(
+            "g",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 3}})),
+        )
         .await
         .unwrap();
     assert_eq!(with_status.metadata.generation, Some(1));
 
     let spec = api
-        .patch("g", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 2}})))
+        .patch(
+            "g",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
         .await
         .unwrap();
     assert_eq!(spec.metadata.generation, Some(2));

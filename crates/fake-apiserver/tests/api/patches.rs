@@ -14,12 +14,19 @@ use crate::resources::{install_widgets, widget, widgets_resource};
 async fn merge_patch_follows_rfc_7386() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    api.create(&PostParams::default(), &config_map("mp", &[("a", "1"), ("b", "2")])).await.unwrap();
+    api.create(
+        &PostParams::default(),
+        &config_map("mp", &[("a", "1"), ("b", "2")]),
+    )
+    .await
+    .unwrap();
     let out = api
         .patch(
             "mp",
             &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"a": null, "c": "3"}}, "data": {"k2": "v2"}})),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"a": null, "c": "3"}}, "data": {"k2": "v2"}}),
+            ),
         )
         .await
         .unwrap();
@@ -46,8 +53,16 @@ async fn json_patch_with_test_is_atomic() {
         {"op": "add", "path": "/imagePullSecrets/-", "value": {"name": "ours"}}
     ]))
     .unwrap();
-    let out = api.patch("op", &PatchParams::default(), &Patch::Json::<()>(ok)).await.unwrap();
-    let names: Vec<_> = out.image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
+    let out = api
+        .patch("op", &PatchParams::default(), &Patch::Json::<()>(ok))
+        .await
+        .unwrap();
+    let names: Vec<_> = out
+        .image_pull_secrets
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
     assert_eq!(names, ["theirs", "ours"]);
 
     let stale: json_patch::Patch = serde_json::from_value(json!([
@@ -55,7 +70,10 @@ async fn json_patch_with_test_is_atomic() {
         {"op": "replace", "path": "/imagePullSecrets", "value": []}
     ]))
     .unwrap();
-    let err = status(api.patch("op", &PatchParams::default(), &Patch::Json::<()>(stale)).await);
+    let err = status(
+        api.patch("op", &PatchParams::default(), &Patch::Json::<()>(stale))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
     let unchanged = api.get("op").await.unwrap();
     assert_eq!(unchanged.image_pull_secrets.unwrap().len(), 2);
@@ -74,26 +92,58 @@ async fn strategic_merge_patch_merges_pod_spec_lists_by_name() {
     d["spec"]["template"]["spec"]["imagePullSecrets"] = json!([{"name": "theirs"}]);
     d["spec"]["template"]["spec"]["containers"][0]["env"] = json!([{"name": "A", "value": "1"}]);
     d["spec"]["template"]["spec"]["volumes"] = json!([{"name": "v1", "emptyDir": {}}]);
-    api.create(&PostParams::default(), &serde_json::from_value(d).unwrap()).await.unwrap();
+    api.create(&PostParams::default(), &serde_json::from_value(d).unwrap())
+        .await
+        .unwrap();
 
     let patch = json!({"spec": {"template": {"spec": {
         "imagePullSecrets": [{"name": "ours"}],
         "containers": [{"name": "main", "env": [{"name": "B", "value": "2"}]}],
         "volumes": [{"name": "v2", "emptyDir": {}}]
     }}}});
-    let out = api.patch("smp", &PatchParams::default(), &Patch::Strategic(patch)).await.unwrap();
+    let out = api
+        .patch("smp", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .unwrap();
     let pod = out.spec.unwrap().template.spec.unwrap();
-    let pulls: Vec<_> = pod.image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
+    let pulls: Vec<_> = pod
+        .image_pull_secrets
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
     assert_eq!(pulls, ["theirs", "ours"]);
     assert_eq!(pod.containers.len(), 1);
-    assert_eq!(pod.containers[0].image.as_deref(), Some("registry.example/op:1.0"));
-    let env: Vec<_> = pod.containers[0].env.clone().unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(
+        pod.containers[0].image.as_deref(),
+        Some("registry.example/op:1.0")
+    );
+    let env: Vec<_> = pod.containers[0]
+        .env
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert_eq!(env, ["A", "B"]);
     assert_eq!(pod.volumes.unwrap().len(), 2);
 
     let delete = json!({"spec": {"template": {"spec": {"imagePullSecrets": [{"name": "ours", "$patch": "delete"}]}}}});
-    let out = api.patch("smp", &PatchParams::default(), &Patch::Strategic(delete)).await.unwrap();
-    let pulls: Vec<_> = out.spec.unwrap().template.spec.unwrap().image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
+    let out = api
+        .patch("smp", &PatchParams::default(), &Patch::Strategic(delete))
+        .await
+        .unwrap();
+    let pulls: Vec<_> = out
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .image_pull_secrets
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
     assert_eq!(pulls, ["theirs"]);
 }
 
@@ -109,11 +159,24 @@ async fn service_account_image_pull_secrets_are_replaced_whole() {
     .unwrap();
     api.create(&PostParams::default(), &sa).await.unwrap();
     let out = api
-        .patch("op", &PatchParams::default(), &Patch::Strategic(json!({"imagePullSecrets": [{"name": "ours"}]})))
+        .patch(
+            "op",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"imagePullSecrets": [{"name": "ours"}]})),
+        )
         .await
         .unwrap();
-    let names: Vec<_> = out.image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
-    assert_eq!(names, ["ours"], "the foreign entry is clobbered: SMP cannot be used to append here");
+    let names: Vec<_> = out
+        .image_pull_secrets
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["ours"],
+        "the foreign entry is clobbered: SMP cannot be used to append here"
+    );
 }
 
 /// Custom resources do not accept strategic merge patch (415, apiextensions
@@ -123,7 +186,19 @@ async fn strategic_merge_patch_is_refused_for_custom_resources() {
     let (_server, client) = server();
     install_widgets(&client).await;
     let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &widgets_resource());
-    api.create(&PostParams::default(), &widget("w", json!({"size": 1}))).await.unwrap();
-    let err = status(api.patch("w", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"size": 2}}))).await);
-    assert_eq!((err.code, err.reason.as_str()), (415, "UnsupportedMediaType"));
+    api.create(&PostParams::default(), &widget("w", json!({"size": 1})))
+        .await
+        .unwrap();
+    let err = status(
+        api.patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"size": 2}})),
+        )
+        .await,
+    );
+    assert_eq!(
+        (err.code, err.reason.as_str()),
+        (415, "UnsupportedMediaType")
+    );
 }

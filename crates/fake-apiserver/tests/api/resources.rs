@@ -6,9 +6,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret, Service, S
 use k8s_openapi::api::events::v1::Event as EventsV1Event;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::Client;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -52,12 +52,17 @@ pub fn widget_crd() -> CustomResourceDefinition {
 }
 
 pub fn widgets_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets")
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    )
 }
 
 pub async fn install_widgets(client: &Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &widget_crd()).await.expect("create CRD");
+    crds.create(&PostParams::default(), &widget_crd())
+        .await
+        .expect("create CRD");
 }
 
 pub fn widget(name: &str, spec: Value) -> DynamicObject {
@@ -73,12 +78,20 @@ where
     K: kube::Resource + Clone + std::fmt::Debug + DeserializeOwned + serde::Serialize,
 {
     let typed: K = serde_json::from_value(obj).expect("fixture fits the type");
-    let created = api.create(&PostParams::default(), &typed).await.expect("create");
+    let created = api
+        .create(&PostParams::default(), &typed)
+        .await
+        .expect("create");
     let name = created.meta().name.clone().unwrap();
     let got = api.get(&name).await.expect("get");
     assert_eq!(got.meta().uid, created.meta().uid);
     let listed = api.list(&ListParams::default()).await.expect("list");
-    assert!(listed.items.iter().any(|o| o.meta().name.as_deref() == Some(name.as_str())));
+    assert!(
+        listed
+            .items
+            .iter()
+            .any(|o| o.meta().name.as_deref() == Some(name.as_str()))
+    );
 }
 
 /// Namespaced and cluster-scoped builtin kinds each get their own storage and answer
@@ -87,10 +100,26 @@ where
 async fn every_builtin_kind_is_served() {
     let (_server, c) = server();
     let meta = |name: &str| json!({"name": name});
-    round_trip(Api::<Namespace>::all(c.clone()), json!({"metadata": meta("team")})).await;
-    round_trip(Api::<Secret>::default_namespaced(c.clone()), json!({"metadata": meta("s")})).await;
-    round_trip(Api::<ServiceAccount>::default_namespaced(c.clone()), json!({"metadata": meta("sa")})).await;
-    round_trip(Api::<ConfigMap>::default_namespaced(c.clone()), json!({"metadata": meta("cm")})).await;
+    round_trip(
+        Api::<Namespace>::all(c.clone()),
+        json!({"metadata": meta("team")}),
+    )
+    .await;
+    round_trip(
+        Api::<Secret>::default_namespaced(c.clone()),
+        json!({"metadata": meta("s")}),
+    )
+    .await;
+    round_trip(
+        Api::<ServiceAccount>::default_namespaced(c.clone()),
+        json!({"metadata": meta("sa")}),
+    )
+    .await;
+    round_trip(
+        Api::<ConfigMap>::default_namespaced(c.clone()),
+        json!({"metadata": meta("cm")}),
+    )
+    .await;
     round_trip(
         Api::<Service>::default_namespaced(c.clone()),
         json!({"metadata": meta("svc"), "spec": {"ports": [{"port": 80}]}}),
@@ -104,19 +133,31 @@ async fn every_builtin_kind_is_served() {
         }}),
     )
     .await;
-    round_trip(Api::<Role>::default_namespaced(c.clone()), json!({"metadata": meta("r"), "rules": []})).await;
+    round_trip(
+        Api::<Role>::default_namespaced(c.clone()),
+        json!({"metadata": meta("r"), "rules": []}),
+    )
+    .await;
     round_trip(
         Api::<RoleBinding>::default_namespaced(c.clone()),
         json!({"metadata": meta("rb"), "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}}),
     )
     .await;
-    round_trip(Api::<ClusterRole>::all(c.clone()), json!({"metadata": meta("system:cr")})).await;
+    round_trip(
+        Api::<ClusterRole>::all(c.clone()),
+        json!({"metadata": meta("system:cr")}),
+    )
+    .await;
     round_trip(
         Api::<ClusterRoleBinding>::all(c.clone()),
         json!({"metadata": meta("crb"), "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cr"}}),
     )
     .await;
-    round_trip(Api::<Lease>::default_namespaced(c.clone()), json!({"metadata": meta("l")})).await;
+    round_trip(
+        Api::<Lease>::default_namespaced(c.clone()),
+        json!({"metadata": meta("l")}),
+    )
+    .await;
     round_trip(
         Api::<Event>::default_namespaced(c.clone()),
         json!({"metadata": meta("e.1"), "involvedObject": {"kind": "Pod", "name": "p"}}),
@@ -127,7 +168,11 @@ async fn every_builtin_kind_is_served() {
         json!({"metadata": meta("e.2"), "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "x", "reportingInstance": "y", "action": "a", "reason": "r"}),
     )
     .await;
-    round_trip(Api::<CustomResourceDefinition>::all(c.clone()), serde_json::to_value(widget_crd()).unwrap()).await;
+    round_trip(
+        Api::<CustomResourceDefinition>::all(c.clone()),
+        serde_json::to_value(widget_crd()).unwrap(),
+    )
+    .await;
 }
 
 /// Objects of a CRD-defined kind are stored like builtin ones; unknown fields are pruned and
@@ -138,7 +183,10 @@ async fn custom_resources_are_pruned_and_defaulted() {
     install_widgets(&client).await;
     let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &widgets_resource());
     let created = api
-        .create(&PostParams::default(), &widget("w", json!({"size": 2, "bogus": true})))
+        .create(
+            &PostParams::default(),
+            &widget("w", json!({"size": 2, "bogus": true})),
+        )
         .await
         .unwrap();
     assert_eq!(created.data["spec"], json!({"size": 2, "color": "blue"}));
@@ -150,9 +198,19 @@ async fn custom_resources_are_pruned_and_defaulted() {
 #[tokio::test]
 async fn scope_mismatches_are_not_found() {
     let (_server, client) = server();
-    let ns_in_ns: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), "default", &ApiResource::erase::<Namespace>(&()));
-    assert_eq!(crate::common::status(ns_in_ns.get("default").await).code, 404);
-    let secret_without_ns: Api<DynamicObject> = Api::all_with(client, &ApiResource::erase::<Secret>(&()));
-    assert_eq!(crate::common::status(secret_without_ns.get("s").await).code, 404);
+    let ns_in_ns: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::erase::<Namespace>(&()),
+    );
+    assert_eq!(
+        crate::common::status(ns_in_ns.get("default").await).code,
+        404
+    );
+    let secret_without_ns: Api<DynamicObject> =
+        Api::all_with(client, &ApiResource::erase::<Secret>(&()));
+    assert_eq!(
+        crate::common::status(secret_without_ns.get("s").await).code,
+        404
+    );
 }

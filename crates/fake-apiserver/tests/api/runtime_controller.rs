@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
@@ -38,12 +38,14 @@ async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Reconcil
         .into_iter()
         .map(|(k, v)| (k, ByteString(v.into_bytes())))
         .collect();
-    if let Some(existing) = secrets.get_opt(&name).await? {
-        if existing.data.clone().unwrap_or_default() == want {
-            return Ok(Action::await_change());
-        }
+    if let Some(existing) = secrets.get_opt(&name).await?
+        && existing.data.clone().unwrap_or_default() == want
+    {
+        return Ok(Action::await_change());
     }
-    let owner = cm.controller_owner_ref(&()).expect("stored objects have a uid");
+    let owner = cm
+        .controller_owner_ref(&())
+        .expect("stored objects have a uid");
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -57,7 +59,11 @@ async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Reconcil
     body["apiVersion"] = json!("v1");
     body["kind"] = json!("Secret");
     secrets
-        .patch(&name, &PatchParams::apply("copy-controller").force(), &Patch::Apply(body))
+        .patch(
+            &name,
+            &PatchParams::apply("copy-controller").force(),
+            &Patch::Apply(body),
+        )
         .await?;
     Ok(Action::await_change())
 }
@@ -78,14 +84,21 @@ async fn controller_reacts_to_owned_resource_changes_within_a_second() {
     });
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let secrets: Api<Secret> = Api::default_namespaced(client.clone());
-    let controller = Controller::new(cms.clone(), watcher::Config::default().labels("role=source"))
-        .owns(secrets.clone(), watcher::Config::default())
-        .run(reconcile, error_policy, ctx.clone())
-        .for_each(|_| async {});
+    let controller = Controller::new(
+        cms.clone(),
+        watcher::Config::default().labels("role=source"),
+    )
+    .owns(secrets.clone(), watcher::Config::default())
+    .run(reconcile, error_policy, ctx.clone())
+    .for_each(|_| async {});
     let task = tokio::spawn(controller);
-    eventually(Duration::from_secs(2), "controller watching both kinds", || async {
-        server.watcher_count::<ConfigMap>() > 0 && server.watcher_count::<Secret>() > 0
-    })
+    eventually(
+        Duration::from_secs(2),
+        "controller watching both kinds",
+        || async {
+            server.watcher_count::<ConfigMap>() > 0 && server.watcher_count::<Secret>() > 0
+        },
+    )
     .await;
 
     let mut source = config_map("src", &[("role", "source")]);
@@ -101,7 +114,9 @@ async fn controller_reacts_to_owned_resource_changes_within_a_second() {
                     .await
                     .unwrap()
                     .and_then(|s| s.data)
-                    .is_some_and(|d| d.get("token").map(|b| b.0.as_slice()) == Some(value.as_bytes()))
+                    .is_some_and(|d| {
+                        d.get("token").map(|b| b.0.as_slice()) == Some(value.as_bytes())
+                    })
             }
         }
     };
@@ -116,23 +131,45 @@ async fn controller_reacts_to_owned_resource_changes_within_a_second() {
         )
         .await
         .unwrap();
-    eventually(Duration::from_secs(1), "tampered copy restored", copied("v1")).await;
+    eventually(
+        Duration::from_secs(1),
+        "tampered copy restored",
+        copied("v1"),
+    )
+    .await;
 
     // Deleting the owned Secret brings it back.
-    secrets.delete("src-copy", &DeleteParams::default()).await.unwrap();
-    eventually(Duration::from_secs(1), "deleted copy recreated", copied("v1")).await;
-
-    // A change to the primary propagates.
-    cms.patch("src", &PatchParams::default(), &Patch::Merge(json!({"data": {"token": "v2"}})))
+    secrets
+        .delete("src-copy", &DeleteParams::default())
         .await
         .unwrap();
+    eventually(
+        Duration::from_secs(1),
+        "deleted copy recreated",
+        copied("v1"),
+    )
+    .await;
+
+    // A change to the primary propagates.
+    cms.patch(
+        "src",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"token": "v2"}})),
+    )
+    .await
+    .unwrap();
     eventually(Duration::from_secs(1), "rotation propagated", copied("v2")).await;
 
     // Converged: no more writes.
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.reset_counts();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(server.request_counts().writes(), 0, "{}", server.request_counts());
+    assert_eq!(
+        server.request_counts().writes(),
+        0,
+        "{}",
+        server.request_counts()
+    );
 
     // Deleting the primary garbage-collects the copy.
     cms.delete("src", &DeleteParams::default()).await.unwrap();

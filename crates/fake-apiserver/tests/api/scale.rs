@@ -14,15 +14,28 @@ use crate::common::{config_map, server};
 async fn thousand_objects_created_and_watched() {
     let (_server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    let mut seen = watcher(api.clone(), watcher::Config::default()).applied_objects().boxed();
+    let mut seen = watcher(api.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
     // Wait for the watcher to be listed and watching before writing.
-    api.create(&PostParams::default(), &config_map("warmup", &[])).await.unwrap();
-    let first = tokio::time::timeout(Duration::from_secs(5), seen.next()).await.unwrap().unwrap().unwrap();
+    api.create(&PostParams::default(), &config_map("warmup", &[]))
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), seen.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(first.metadata.name.as_deref(), Some("warmup"));
 
     let writer = tokio::spawn(async move {
         for i in 0..1000 {
-            api.create(&PostParams::default(), &config_map(&format!("obj-{i:04}"), &[])).await.unwrap();
+            api.create(
+                &PostParams::default(),
+                &config_map(&format!("obj-{i:04}"), &[]),
+            )
+            .await
+            .unwrap();
         }
     });
     for i in 0..1000 {

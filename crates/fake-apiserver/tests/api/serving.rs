@@ -13,7 +13,9 @@ use crate::common::config_map;
 async fn in_process_client_round_trips_objects() {
     let server = FakeApiServer::new();
     let api: Api<ConfigMap> = Api::default_namespaced(server.client());
-    api.create(&PostParams::default(), &config_map("a", &[])).await.unwrap();
+    api.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
     let got = api.get("a").await.unwrap();
     assert_eq!(got.data.unwrap()["k"], "v");
     assert_eq!(got.metadata.namespace.as_deref(), Some("default"));
@@ -35,7 +37,10 @@ async fn http_mode_serves_kube_config_clients() {
     let remote = kube::Client::try_from(config).unwrap();
 
     let remote_api: Api<ConfigMap> = Api::default_namespaced(remote.clone());
-    remote_api.create(&PostParams::default(), &config_map("over-http", &[])).await.unwrap();
+    remote_api
+        .create(&PostParams::default(), &config_map("over-http", &[]))
+        .await
+        .unwrap();
     let local_api: Api<ConfigMap> = Api::default_namespaced(server.client());
     assert!(local_api.get("over-http").await.is_ok());
 
@@ -59,8 +64,12 @@ async fn http_mode_streams_watch_events() {
         .unwrap();
     let remote = kube::Client::try_from(config).unwrap();
     let api: Api<ConfigMap> = Api::default_namespaced(remote);
-    let mut objects = watcher(api.clone(), watcher::Config::default()).applied_objects().boxed();
-    api.create(&PostParams::default(), &config_map("seen", &[])).await.unwrap();
+    let mut objects = watcher(api.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    api.create(&PostParams::default(), &config_map("seen", &[]))
+        .await
+        .unwrap();
     let first = tokio::time::timeout(std::time::Duration::from_secs(5), objects.next())
         .await
         .expect("an event within 5s")

@@ -22,7 +22,11 @@ async fn main_resource_and_status_are_written_separately() {
     assert!(created.status.is_none(), "status is dropped on create");
 
     let main = api
-        .patch("s", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}, "status": {"replicas": 4}})))
+        .patch(
+            "s",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}, "status": {"replicas": 4}})),
+        )
         .await
         .unwrap();
     assert_eq!(main.spec.as_ref().unwrap().replicas, Some(4));
@@ -37,8 +41,15 @@ async fn main_resource_and_status_are_written_separately() {
         .await
         .unwrap();
     assert_eq!(status.status.unwrap().replicas, Some(4));
-    assert_eq!(status.spec.unwrap().replicas, Some(4), "spec ignored on /status");
-    assert!(status.metadata.labels.is_none(), "metadata ignored on /status");
+    assert_eq!(
+        status.spec.unwrap().replicas,
+        Some(4),
+        "spec ignored on /status"
+    );
+    assert!(
+        status.metadata.labels.is_none(),
+        "metadata ignored on /status"
+    );
 }
 
 /// The same split holds for a CRD with `subresources.status` (apiextensions status strategy).
@@ -47,14 +58,24 @@ async fn custom_resource_status_subresource() {
     let (_server, client) = server();
     install_widgets(&client).await;
     let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &widgets_resource());
-    api.create(&PostParams::default(), &widget("w", json!({"size": 1}))).await.unwrap();
+    api.create(&PostParams::default(), &widget("w", json!({"size": 1})))
+        .await
+        .unwrap();
     let main = api
-        .patch("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Ready"}})))
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Ready"}})),
+        )
         .await
         .unwrap();
     assert!(main.data.get("status").is_none());
     let with_status = api
-        .patch_status("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Ready"}, "spec": {"size": 5}})))
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Ready"}, "spec": {"size": 5}})),
+        )
         .await
         .unwrap();
     assert_eq!(with_status.data["status"]["phase"], "Ready");

@@ -15,21 +15,38 @@ use crate::common::{config_map, server, status};
 async fn injected_failures_match_and_run_out() {
     let (server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    api.create(&PostParams::default(), &config_map("a", &[])).await.unwrap();
-    api.create(&PostParams::default(), &config_map("b", &[])).await.unwrap();
-    server.inject_failure(Fault::new(503).verb(Verb::Patch).resource("configmaps").name("a").times(2));
+    api.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("b", &[]))
+        .await
+        .unwrap();
+    server.inject_failure(
+        Fault::new(503)
+            .verb(Verb::Patch)
+            .resource("configmaps")
+            .name("a")
+            .times(2),
+    );
     let patch = Patch::Merge(json!({"data": {"k": "x"}}));
     // Other names and verbs are unaffected.
-    api.patch("b", &PatchParams::default(), &patch).await.unwrap();
+    api.patch("b", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
     api.get("a").await.unwrap();
     for _ in 0..2 {
         let err = status(api.patch("a", &PatchParams::default(), &patch).await);
         assert_eq!((err.code, err.reason.as_str()), (503, "ServiceUnavailable"));
     }
-    api.patch("a", &PatchParams::default(), &patch).await.unwrap();
+    api.patch("a", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
 
     server.inject_failure(Fault::new(409).resource("configmaps"));
-    assert_eq!(status(api.list(&ListParams::default()).await).reason, "Conflict");
+    assert_eq!(
+        status(api.list(&ListParams::default()).await).reason,
+        "Conflict"
+    );
 }
 
 /// Added latency delays every request.
@@ -51,12 +68,18 @@ async fn requests_are_counted_by_verb_and_resource() {
     let (server, client) = server();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
     server.reset_counts();
-    api.create(&PostParams::default(), &config_map("c", &[])).await.unwrap();
-    api.get("c").await.unwrap();
-    api.list(&ListParams::default()).await.unwrap();
-    api.patch("c", &PatchParams::apply("opcat"), &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})))
+    api.create(&PostParams::default(), &config_map("c", &[]))
         .await
         .unwrap();
+    api.get("c").await.unwrap();
+    api.list(&ListParams::default()).await.unwrap();
+    api.patch(
+        "c",
+        &PatchParams::apply("opcat"),
+        &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})),
+    )
+    .await
+    .unwrap();
     let _: Option<ConfigMap> = server.get("default", "c");
     let counts = server.request_counts();
     assert_eq!(counts.get(Verb::Create, "configmaps"), 1);
