@@ -107,8 +107,7 @@ impl Cluster {
             PatchType::Json => {
                 let ops: json_patch::Patch = serde_json::from_slice(body)
                     .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-                json_patch::patch(&mut doc, &ops)
-                    .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+                apply_json_patch(&mut doc, &ops)?;
             }
             PatchType::Merge => {
                 let patch: Value = serde_json::from_slice(body)
@@ -366,6 +365,23 @@ impl Cluster {
                 .and_then(Value::as_array)
                 .is_some_and(|f| !f.is_empty())
     }
+}
+
+/// RFC 6902 as the API server applies it (`evanphx/json-patch`): a `test` of a missing path
+/// against `null` succeeds, which `kube::runtime::finalizer` relies on to add the first
+/// finalizer. `doc` is a scratch copy: on error the caller stores nothing.
+fn apply_json_patch(doc: &mut Value, ops: &json_patch::Patch) -> Result<(), ApiError> {
+    for op in &ops.0 {
+        if let json_patch::PatchOperation::Test(t) = op
+            && t.value.is_null()
+            && doc.pointer(t.path.as_str()).is_none()
+        {
+            continue;
+        }
+        json_patch::patch(doc, std::slice::from_ref(op))
+            .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    }
+    Ok(())
 }
 
 fn copy_field(from: &Value, to: &mut Value, field: &str) {

@@ -157,3 +157,46 @@ async fn delete_preconditions() {
         err.message
     );
 }
+
+/// `kube::runtime::finalizer` adds its finalizer with a JSON patch that tests the missing
+/// `/metadata/finalizers` against `null` (accepted by the API server's `evanphx/json-patch`),
+/// and removes it once cleanup succeeded, which lets the deletion complete.
+#[tokio::test]
+async fn kube_runtime_finalizer_helper_works_end_to_end() {
+    use kube::runtime::finalizer::{Event, finalizer};
+    use std::sync::Arc;
+    let (_server, client) = server();
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    api.create(&PostParams::default(), &config_map("rt", &[]))
+        .await
+        .unwrap();
+    let run = |obj: ConfigMap| {
+        let api = api.clone();
+        async move {
+            finalizer(
+                &api,
+                "opcat.dev/cleanup",
+                Arc::new(obj),
+                |event| async move {
+                    match event {
+                        Event::Apply(_) | Event::Cleanup(_) => Ok::<_, std::convert::Infallible>(
+                            kube::runtime::controller::Action::await_change(),
+                        ),
+                    }
+                },
+            )
+            .await
+            .map(|_| ())
+        }
+    };
+    run(api.get("rt").await.unwrap()).await.unwrap();
+    let with = api.get("rt").await.unwrap();
+    assert_eq!(
+        with.metadata.finalizers,
+        Some(vec!["opcat.dev/cleanup".to_string()])
+    );
+
+    api.delete("rt", &DeleteParams::default()).await.unwrap();
+    run(api.get("rt").await.unwrap()).await.unwrap();
+    assert_eq!(status(api.get("rt").await).code, 404);
+}
