@@ -87,24 +87,40 @@
 //!
 //! # Server-side apply: what is not implemented
 //!
-//! * Builtin kinds are described only where list/map semantics matter (metadata, PodSpec
-//!   lists, ServiceAccount, Service ports, conditions...). Elsewhere objects are treated as
-//!   granular structs and lists as atomic, and unknown fields are accepted, not rejected.
-//! * `x-kubernetes-map-type: granular` maps inside CRD `x-kubernetes-preserve-unknown-fields`
-//!   subtrees are treated as maps (keys owned one by one), like the real deduced schema.
-//! * No version conversion: every version of a CRD is served from the same stored object
-//!   (`conversion: None`), and managed fields recorded at one version apply to all.
-//! * The cap of 10 `Update` managers (`ancient-changes`) and the kubectl
-//!   `last-applied-configuration` annotation upgrade path are not emulated.
-//! * Unions (`+unionDiscriminator`) and `fieldValidation=Strict` are ignored.
-//! * Ownership of a field is shared only when appliers set the same value, as upstream, but
-//!   changing a value that several managers share conflicts with each of them.
+//! Apply merges, owns fields per manager and operation (`Apply`/`Update`, per subresource),
+//! conflicts (409 with one `FieldManagerConflict` cause per field), honours `force`, prunes
+//! fields a manager stops applying unless another manager owns them, merges `listType=map`
+//! lists by key and `listType=set` lists by value, replaces atomic lists and maps whole, and
+//! lets Update/Patch/Create take ownership of what they change. Not implemented:
 //!
-//! Other differences: `events.k8s.io` and core Events are stored separately; paginated lists
-//! serve the current data after the first page (the `resourceVersion` of the first page is
-//! kept); `resourceVersionMatch=Exact` is served from the current state; Service cluster IPs
-//! are not allocated; foreground deletion waits only for dependents with
-//! `blockOwnerDeletion: true`, as upstream.
+//! * Builtin kinds are described only where list/map semantics matter (object metadata,
+//!   PodSpec lists, ServiceAccount, Service ports, conditions, RBAC, CRD). Elsewhere objects
+//!   are granular structs and lists are atomic; fields missing from the real schema are
+//!   accepted instead of rejected ("field not declared in schema").
+//! * No version conversion of managed fields: every version of a CRD shares one schema (the
+//!   storage version's) and `conversion: None`.
+//! * The cap of 10 `Update` entries (merged into `ancient-changes`) and the upgrade path from
+//!   kubectl's `last-applied-configuration` annotation.
+//! * Unions (`+unionDiscriminator`) and `fieldValidation=Strict|Warn` (nothing is reported).
+//! * Reset fields are approximated per subresource: the main resource never changes
+//!   `status`, `/status` never changes anything else.
+//! * Duplicate keys in a stored associative list are tolerated (the first item wins); in an
+//!   applied configuration they are rejected with 422, as upstream.
+//!
+//! # Other differences from a real API server
+//!
+//! * No authentication, authorization (RBAC) or admission webhooks: every request is allowed.
+//! * Custom resources are pruned and defaulted by their structural schema but not validated
+//!   against it (types, `required`, `enum`, patterns, CEL rules).
+//! * Pods and ReplicaSets are not emulated: the Deployment controller only writes status.
+//! * `events.k8s.io` and core Events are stored separately (upstream they share storage).
+//! * Paginated lists serve the current data after the first page (keeping the first page's
+//!   `resourceVersion`); `resourceVersionMatch=Exact` lists are served from the current state.
+//! * A watch from a `resourceVersion` newer than the server's waits for it instead of
+//!   answering "Too large resource version".
+//! * Service cluster IPs are not allocated.
+//! * Foreground deletion waits only for dependents with `blockOwnerDeletion: true`, as
+//!   upstream; the final namespace `finalize` and removal appear as one DELETED event.
 
 mod cluster;
 mod control;
