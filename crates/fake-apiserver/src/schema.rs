@@ -147,6 +147,7 @@ impl Schema {
         }
         match self {
             Schema::Struct(s) => &mut s.fields,
+            // Safe: the `if` above replaced any other variant with a struct.
             _ => unreachable!("converted to a struct above"),
         }
     }

@@ -125,6 +125,7 @@ pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     }
     match obj.get_mut("metadata") {
         Some(Value::Object(m)) => m,
+        // Safe: the `if` above made `metadata` an object.
         _ => unreachable!("metadata was just made an object"),
     }
 }

@@ -29,21 +29,29 @@ pub(crate) enum Ownership {
     Computed(ManagedFields),
 }
 
-/// The kinds of PATCH bodies, by `Content-Type`.
+/// A PATCH body, by `Content-Type`: server-side apply or a patch of an existing object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PatchType {
+    Apply,
+    Patch(PatchFormat),
+}
+
+/// Patch formats that change an existing object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PatchFormat {
     Json,
     Merge,
     Strategic,
-    Apply,
 }
 
 impl PatchType {
     pub(crate) fn from_content_type(ct: &str) -> Option<Self> {
         match ct.split(';').next().unwrap_or_default().trim() {
-            "application/json-patch+json" => Some(PatchType::Json),
-            "application/merge-patch+json" => Some(PatchType::Merge),
-            "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
+            "application/json-patch+json" => Some(PatchType::Patch(PatchFormat::Json)),
+            "application/merge-patch+json" => Some(PatchType::Patch(PatchFormat::Merge)),
+            "application/strategic-merge-patch+json" => {
+                Some(PatchType::Patch(PatchFormat::Strategic))
+            }
             "application/apply-patch+yaml" | "application/apply-patch+json" => {
                 Some(PatchType::Apply)
             }
@@ -98,23 +106,24 @@ impl Cluster {
         kind: PatchType,
         body: &[u8],
     ) -> OpResult {
-        if kind == PatchType::Apply {
-            return self.apply(t, p, body);
-        }
+        let format = match kind {
+            PatchType::Apply => return self.apply(t, p, body),
+            PatchType::Patch(format) => format,
+        };
         let old = self.existing(t)?;
         let mut doc = (*old).clone();
-        match kind {
-            PatchType::Json => {
+        match format {
+            PatchFormat::Json => {
                 let ops: json_patch::Patch = serde_json::from_slice(body)
                     .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
                 apply_json_patch(&mut doc, &ops)?;
             }
-            PatchType::Merge => {
+            PatchFormat::Merge => {
                 let patch: Value = serde_json::from_slice(body)
                     .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
                 json_patch::merge(&mut doc, &patch);
             }
-            PatchType::Strategic => {
+            PatchFormat::Strategic => {
                 if !t.info.builtin {
                     return Err(ApiError::unsupported_media_type(
                         "application/strategic-merge-patch+json",
@@ -125,7 +134,6 @@ impl Cluster {
                 doc = crate::smp::strategic_merge(&doc, &patch, &t.info.schema)
                     .map_err(ApiError::unprocessable)?;
             }
-            PatchType::Apply => unreachable!("handled above"),
         }
         if !doc.is_object() {
             return Err(ApiError::unprocessable(
