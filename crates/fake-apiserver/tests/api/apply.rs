@@ -316,3 +316,43 @@ async fn apply_requires_a_field_manager_and_type_meta() {
     );
     assert_eq!(err.code, 400);
 }
+
+/// Re-applying the same Deployment is a no-op even though the server defaulted fields and
+/// the Deployment controller wrote status in between: same `resourceVersion`, no event
+/// (the steady state of a controller that applies its desired objects every reconcile).
+#[tokio::test]
+async fn reapplying_a_defaulted_deployment_is_a_no_op() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let (_server, client) = server();
+    let api: Api<Deployment> = Api::default_namespaced(client);
+    let mut desired = serde_json::to_value(crate::metadata::deployment("op")).unwrap();
+    desired["apiVersion"] = json!("apps/v1");
+    desired["kind"] = json!("Deployment");
+    desired["spec"]["template"]["spec"]["imagePullSecrets"] = json!([{"name": "opcat-pull"}]);
+    desired["spec"]["template"]["spec"]["containers"][0]["ports"] =
+        json!([{"containerPort": 8080}]);
+    let ssa = PatchParams::apply("opcat");
+    let first = api
+        .patch("op", &ssa, &Patch::Apply(&desired))
+        .await
+        .unwrap();
+    let pod = first.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    assert_eq!(
+        pod.restart_policy.as_deref(),
+        Some("Always"),
+        "defaulted by the server"
+    );
+    let settled = api.get("op").await.unwrap();
+    assert!(
+        settled.status.is_some(),
+        "the Deployment controller wrote status"
+    );
+    let again = api
+        .patch("op", &ssa, &Patch::Apply(&desired))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version,
+        settled.metadata.resource_version
+    );
+}
