@@ -214,3 +214,34 @@ async fn scope_mismatches_are_not_found() {
         404
     );
 }
+
+/// `kube::runtime::events::Recorder` publishes `events.k8s.io/v1` Events (create, then a
+/// merge patch of the series when the same event repeats).
+#[tokio::test]
+async fn kube_runtime_event_recorder_publishes() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::runtime::events::{Event as RuntimeEvent, EventType, Recorder, Reporter};
+    let (_server, client) = server();
+    let recorder = Recorder::new(client.clone(), Reporter::from("opcat"));
+    let regarding = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        name: Some("settings".into()),
+        namespace: Some("default".into()),
+        ..ObjectReference::default()
+    };
+    let event = RuntimeEvent {
+        type_: EventType::Normal,
+        reason: "Installed".into(),
+        note: Some("operator installed".into()),
+        action: "Install".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &regarding).await.unwrap();
+    recorder.publish(&event, &regarding).await.unwrap();
+    let events: Api<EventsV1Event> = Api::default_namespaced(client);
+    let listed = events.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].reason.as_deref(), Some("Installed"));
+    assert_eq!(listed[0].series.as_ref().map(|s| s.count), Some(2));
+}
