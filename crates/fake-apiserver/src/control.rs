@@ -1,0 +1,264 @@
+//! Test control: request counting, injected failures and added latency.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// A Kubernetes API verb, as audit logs and RBAC name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Verb {
+    /// GET of one object, and discovery/version requests.
+    Get,
+    /// GET of a collection.
+    List,
+    /// GET of a collection with `watch=true`.
+    Watch,
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH of any type, server-side apply included.
+    Patch,
+    /// DELETE of one object.
+    Delete,
+    /// DELETE of a collection.
+    DeleteCollection,
+}
+
+impl Verb {
+    /// True for the verbs that change objects.
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
+        )
+    }
+
+    /// The lower-case name (`deletecollection`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one request addressed (for counting and fault matching).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestKey {
+    /// The verb.
+    pub verb: Verb,
+    /// API group ("" for core); empty for non-resource requests too.
+    pub group: String,
+    /// Plural resource name (`secrets`); empty for discovery and `/version`.
+    pub resource: String,
+    /// `status`, `finalize`, or empty.
+    pub subresource: String,
+}
+
+impl RequestKey {
+    /// Matches `resource` given as `secrets` (any group) or `deployments.apps`.
+    fn is_resource(&self, resource: &str) -> bool {
+        match resource.split_once('.') {
+            Some((plural, group)) => self.resource == plural && self.group == group,
+            None => self.resource == resource,
+        }
+    }
+}
+
+/// Requests counted by verb, resource and subresource since the last reset.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    counts: BTreeMap<RequestKey, u64>,
+}
+
+impl RequestCounts {
+    pub(crate) fn record(&mut self, key: RequestKey) {
+        *self.counts.entry(key).or_default() += 1;
+    }
+
+    /// Requests with `verb` on `resource` (`secrets` or `deployments.apps`), any subresource.
+    pub fn get(&self, verb: Verb, resource: &str) -> u64 {
+        self.sum(|k| k.verb == verb && k.is_resource(resource))
+    }
+
+    /// Requests with `verb` on `resource`'s `subresource` (`""` for the main resource).
+    pub fn get_subresource(&self, verb: Verb, resource: &str, subresource: &str) -> u64 {
+        self.sum(|k| k.verb == verb && k.is_resource(resource) && k.subresource == subresource)
+    }
+
+    /// Create, update, patch, delete and deletecollection requests on any resource.
+    pub fn writes(&self) -> u64 {
+        self.sum(|k| k.verb.is_write())
+    }
+
+    /// Write requests on `resource`.
+    pub fn writes_to(&self, resource: &str) -> u64 {
+        self.sum(|k| k.verb.is_write() && k.is_resource(resource))
+    }
+
+    /// Every request.
+    pub fn total(&self) -> u64 {
+        self.sum(|_| true)
+    }
+
+    /// All counters, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&RequestKey, u64)> {
+        self.counts.iter().map(|(k, v)| (k, *v))
+    }
+
+    fn sum(&self, pred: impl Fn(&RequestKey) -> bool) -> u64 {
+        self.counts
+            .iter()
+            .filter(|(k, _)| pred(k))
+            .map(|(_, v)| v)
+            .sum()
+    }
+}
+
+impl fmt::Display for RequestCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, v) in &self.counts {
+            let sub = if k.subresource.is_empty() {
+                String::new()
+            } else {
+                format!("/{}", k.subresource)
+            };
+            writeln!(f, "{} {}{sub}: {v}", k.verb, k.resource)?;
+        }
+        Ok(())
+    }
+}
+
+/// A failure to inject: the next `times` requests that match get `status` instead of being
+/// served. Empty matchers match everything.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// Only requests with this verb.
+    pub verb: Option<Verb>,
+    /// Only requests on this resource (`secrets`, or `deployments.apps`).
+    pub resource: Option<String>,
+    /// Only requests naming this object.
+    pub name: Option<String>,
+    /// HTTP status code to answer with (a `Status` body with the matching reason).
+    pub status: u16,
+    /// How many matching requests fail.
+    pub times: usize,
+}
+
+impl Fault {
+    /// Fails the next matching request with `status`.
+    pub fn new(status: u16) -> Self {
+        Self {
+            verb: None,
+            resource: None,
+            name: None,
+            status,
+            times: 1,
+        }
+    }
+
+    /// Only requests with `verb`.
+    pub fn verb(mut self, verb: Verb) -> Self {
+        self.verb = Some(verb);
+        self
+    }
+
+    /// Only requests on `resource`.
+    pub fn resource(mut self, resource: impl Into<String>) -> Self {
+        self.resource = Some(resource.into());
+        self
+    }
+
+    /// Only requests naming `name`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Fail `times` matching requests.
+    pub fn times(mut self, times: usize) -> Self {
+        self.times = times;
+        self
+    }
+
+    fn matches(&self, key: &RequestKey, name: &str) -> bool {
+        self.verb.is_none_or(|v| v == key.verb)
+            && self.resource.as_deref().is_none_or(|r| key.is_resource(r))
+            && self.name.as_deref().is_none_or(|n| n == name)
+    }
+}
+
+/// Mutable test controls.
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    pub(crate) counts: RequestCounts,
+    pub(crate) faults: Vec<Fault>,
+    pub(crate) latency: Duration,
+}
+
+impl Control {
+    /// Records the request; returns the status of a matching fault (consuming one use).
+    pub(crate) fn admit(&mut self, key: &RequestKey, name: &str) -> Option<u16> {
+        self.counts.record(key.clone());
+        let fault = self
+            .faults
+            .iter_mut()
+            .find(|f| f.times > 0 && f.matches(key, name))?;
+        fault.times -= 1;
+        let status = fault.status;
+        self.faults.retain(|f| f.times > 0);
+        Some(status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(verb: Verb, group: &str, resource: &str) -> RequestKey {
+        RequestKey {
+            verb,
+            group: group.into(),
+            resource: resource.into(),
+            subresource: String::new(),
+        }
+    }
+
+    #[test]
+    fn faults_match_and_run_out() {
+        let mut c = Control::default();
+        c.faults.push(
+            Fault::new(500)
+                .verb(Verb::Patch)
+                .resource("secrets")
+                .times(2),
+        );
+        assert_eq!(c.admit(&key(Verb::Get, "", "secrets"), "a"), None);
+        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "a"), Some(500));
+        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "b"), Some(500));
+        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "c"), None);
+        assert_eq!(c.counts.get(Verb::Patch, "secrets"), 3);
+        assert_eq!(c.counts.writes(), 3);
+    }
+
+    #[test]
+    fn qualified_resources_match_the_group() {
+        let k = key(Verb::Create, "apps", "deployments");
+        assert!(k.is_resource("deployments"));
+        assert!(k.is_resource("deployments.apps"));
+        assert!(!k.is_resource("deployments.extensions"));
+    }
+}

@@ -1,0 +1,396 @@
+//! The public handle: building the server, getting clients, test controls and direct
+//! (uncounted) access to stored objects.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::cluster::{Cluster, DeploymentMode, Target, WriteParams, present};
+use crate::control::{Control, Fault, RequestCounts};
+use crate::controllers::ControllerConfig;
+use crate::resources::ResourceKey;
+use crate::service::FakeService;
+
+/// Errors of the test-facing API (seeding objects, serving HTTP).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The object's group/version/resource is not served (a CRD not created yet?).
+    #[error("{group}/{version} {plural} is not served by the fake API server")]
+    NotServed {
+        /// API group.
+        group: String,
+        /// API version.
+        version: String,
+        /// Plural resource name.
+        plural: String,
+    },
+    /// The server refused the object, as it would refuse a client.
+    #[error("{code} {reason}: {message}")]
+    Rejected {
+        /// HTTP status code.
+        code: u16,
+        /// `Status.reason`.
+        reason: String,
+        /// `Status.message`.
+        message: String,
+    },
+    /// The object could not be converted to or from JSON.
+    #[error("converting {kind} to or from JSON")]
+    Json {
+        /// The Rust type's kind.
+        kind: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Binding or serving the HTTP listener failed.
+    #[error("serving HTTP on 127.0.0.1")]
+    Http(#[source] std::io::Error),
+    /// Writing the kubeconfig file failed.
+    #[error("writing kubeconfig {path}")]
+    Kubeconfig {
+        /// Where it was written.
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// State shared by the handle, the services and watch streams.
+pub(crate) struct Shared {
+    pub(crate) cluster: Mutex<Cluster>,
+    pub(crate) control: Mutex<Control>,
+    pub(crate) bookmark_interval: Duration,
+}
+
+impl Shared {
+    pub(crate) fn cluster(&self) -> MutexGuard<'_, Cluster> {
+        self.cluster
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn control(&self) -> MutexGuard<'_, Control> {
+        self.control
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Options for [`FakeApiServer`].
+#[derive(Clone, Debug)]
+pub struct Builder {
+    controllers: ControllerConfig,
+    history_limit: usize,
+    bookmark_interval: Duration,
+    default_namespaces: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            controllers: ControllerConfig::default(),
+            history_limit: 10_000,
+            bookmark_interval: Duration::from_secs(1),
+            default_namespaces: true,
+        }
+    }
+}
+
+impl Builder {
+    /// Namespace lifecycle: admission (404 in a missing namespace, 403 in a terminating
+    /// one), `kubernetes` finalizer and content deletion. On by default.
+    pub fn namespace_lifecycle(mut self, on: bool) -> Self {
+        self.controllers.namespace_lifecycle = on;
+        self
+    }
+
+    /// The ServiceAccount controller's `default` account in every namespace. On by default.
+    pub fn service_account_controller(mut self, on: bool) -> Self {
+        self.controllers.service_accounts = on;
+        self
+    }
+
+    /// How the Deployment controller reports status. [`DeploymentMode::Available`] by default.
+    pub fn deployment_mode(mut self, mode: DeploymentMode) -> Self {
+        self.controllers.deployments = mode;
+        self
+    }
+
+    /// CRD `Established`/`NamesAccepted` status and instance cleanup on CRD deletion. On by
+    /// default (CRDs are served either way).
+    pub fn crd_controller(mut self, on: bool) -> Self {
+        self.controllers.crds = on;
+        self
+    }
+
+    /// Garbage collection of owner references. On by default.
+    pub fn garbage_collector(mut self, on: bool) -> Self {
+        self.controllers.garbage_collector = on;
+        self
+    }
+
+    /// Watch events kept per resource (the watch cache window); resuming a watch from an
+    /// older `resourceVersion` gets 410 Gone. 10 000 by default.
+    pub fn watch_history(mut self, events: usize) -> Self {
+        self.history_limit = events;
+        self
+    }
+
+    /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK. 1 s by default.
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.bookmark_interval = every;
+        self
+    }
+
+    /// Start without `default`, `kube-system`, `kube-public` and `kube-node-lease`.
+    pub fn without_default_namespaces(mut self) -> Self {
+        self.default_namespaces = false;
+        self
+    }
+
+    /// Builds the server.
+    pub fn build(self) -> FakeApiServer {
+        let mut cluster = Cluster::new(self.history_limit, self.controllers);
+        if self.default_namespaces {
+            for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+                let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+                if let Err(e) = seed_into(&mut cluster, obj) {
+                    tracing::error!(namespace = ns, error = %e, "creating a default namespace failed");
+                }
+            }
+        }
+        FakeApiServer {
+            shared: Arc::new(Shared {
+                cluster: Mutex::new(cluster),
+                control: Mutex::new(Control::default()),
+                bookmark_interval: self.bookmark_interval,
+            }),
+        }
+    }
+}
+
+fn seed_into(cluster: &mut Cluster, obj: Value) -> Result<Value, Error> {
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let info = cluster
+        .registry
+        .all()
+        .find(|r| r.group == group && r.kind == kind && r.serves(version))
+        .cloned()
+        .ok_or_else(|| Error::NotServed {
+            group: group.to_string(),
+            version: version.to_string(),
+            plural: kind.to_lowercase(),
+        })?;
+    let namespace = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let t = Target {
+        version: version.to_string(),
+        info,
+        namespace,
+        name: String::new(),
+        subresource: None,
+    };
+    let p = WriteParams {
+        field_manager: Some("fake-apiserver-seed".into()),
+        ..WriteParams::default()
+    };
+    let body = serde_json::to_vec(&obj).map_err(|source| Error::Json {
+        kind: kind.to_string(),
+        source,
+    })?;
+    cluster
+        .create(&t, &p, &body)
+        .map(|r| r.body)
+        .map_err(|e| Error::Rejected {
+            code: e.code,
+            reason: e.reason.to_string(),
+            message: e.message,
+        })
+}
+
+/// An in-memory Kubernetes API server for tests.
+///
+/// Cloning is cheap; every clone is the same server.
+#[derive(Clone)]
+pub struct FakeApiServer {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Default for FakeApiServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn key_of<K: Resource<DynamicType = ()>>() -> (ResourceKey, String) {
+    (
+        ResourceKey {
+            group: K::group(&()).into_owned(),
+            plural: K::plural(&()).into_owned(),
+        },
+        K::version(&()).into_owned(),
+    )
+}
+
+impl FakeApiServer {
+    /// A server with every emulated controller on and the default namespaces.
+    pub fn new() -> Self {
+        Builder::default().build()
+    }
+
+    /// Options.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// A `kube::Client` talking to this server in-process (default namespace `default`).
+    /// Must be called inside a Tokio runtime.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(
+            FakeService {
+                shared: self.shared.clone(),
+            },
+            "default",
+        )
+    }
+
+    /// Fails the next matching requests (see [`Fault`]).
+    pub fn inject_failure(&self, fault: Fault) {
+        self.shared.control().faults.push(fault);
+    }
+
+    /// Drops every pending injected failure.
+    pub fn clear_failures(&self) {
+        self.shared.control().faults.clear();
+    }
+
+    /// Delays every request by `latency` before it is served.
+    pub fn set_latency(&self, latency: Duration) {
+        self.shared.control().latency = latency;
+    }
+
+    /// Requests counted since the start or the last [`reset_counts`](Self::reset_counts).
+    pub fn request_counts(&self) -> RequestCounts {
+        self.shared.control().counts.clone()
+    }
+
+    /// Zeroes the request counters.
+    pub fn reset_counts(&self) {
+        self.shared.control().counts = RequestCounts::default();
+    }
+
+    /// The current cluster-wide `resourceVersion`.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.cluster().store.current_rv()
+    }
+
+    /// Reads a stored object without going through the API (not counted).
+    pub fn get<K>(&self, namespace: &str, name: &str) -> Option<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let (key, version) = key_of::<K>();
+        self.raw(&key.group, &version, &key.plural, namespace, name)
+            .and_then(|v| serde_json::from_value(v).ok())
+    }
+
+    /// Every stored object of `K`, optionally in one namespace (not counted).
+    pub fn list<K>(&self, namespace: Option<&str>) -> Vec<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let (key, version) = key_of::<K>();
+        let cluster = self.shared.cluster();
+        let Some(info) = cluster.registry.get(&key).cloned() else {
+            return Vec::new();
+        };
+        cluster
+            .store
+            .iter(&key, None)
+            .filter(|o| {
+                namespace.is_none_or(|ns| {
+                    o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns)
+                })
+            })
+            .filter_map(|o| serde_json::from_value(present(&info, &version, o)).ok())
+            .collect()
+    }
+
+    /// Reads a stored object as JSON by group, version and plural (not counted).
+    pub fn raw(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let key = ResourceKey {
+            group: group.to_string(),
+            plural: plural.to_string(),
+        };
+        let cluster = self.shared.cluster();
+        let info = cluster.registry.get(&key)?.clone();
+        cluster
+            .store
+            .get(&key, namespace, name)
+            .map(|o| present(&info, version, o))
+    }
+
+    /// Creates an object as a client would, without counting the request; returns it as
+    /// stored. Namespace admission, defaulting and validation apply.
+    pub fn seed<K>(&self, obj: &K) -> Result<K, Error>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        let json_err = |source| Error::Json {
+            kind: K::kind(&()).into_owned(),
+            source,
+        };
+        let mut value = serde_json::to_value(obj).map_err(json_err)?;
+        value["apiVersion"] = K::api_version(&()).into_owned().into();
+        value["kind"] = K::kind(&()).into_owned().into();
+        let stored = seed_into(&mut self.shared.cluster(), value)?;
+        serde_json::from_value(stored).map_err(json_err)
+    }
+
+    /// Lets a held Deployment become available ([`DeploymentMode::HeldUntilReleased`]).
+    pub fn release_deployment(&self, namespace: &str, name: &str) {
+        let mut cluster = self.shared.cluster();
+        cluster
+            .released
+            .insert((namespace.to_string(), name.to_string()));
+        cluster.resync_deployments();
+    }
+
+    /// Switches the Deployment controller's mode and re-evaluates every Deployment.
+    pub fn set_deployment_mode(&self, mode: DeploymentMode) {
+        let mut cluster = self.shared.cluster();
+        cluster.controllers.deployments = mode;
+        cluster.released.clear();
+        cluster.resync_deployments();
+    }
+
+    /// Changes how many watch events are kept per resource (see [`Builder::watch_history`]).
+    pub fn set_watch_history(&self, events: usize) {
+        self.shared.cluster().store.set_history_limit(events);
+    }
+
+    /// Open watches on `K` (to wait until a controller has started watching).
+    pub fn watcher_count<K: Resource<DynamicType = ()>>(&self) -> usize {
+        let (key, _) = key_of::<K>();
+        self.shared.cluster().store.watcher_count(&key)
+    }
+}

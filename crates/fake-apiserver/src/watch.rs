@@ -1,0 +1,125 @@
+//! The body of a watch response: newline-delimited `{"type": ..., "object": ...}` events,
+//! BOOKMARK events (periodic, and the `k8s.io/initial-events-end` one for streaming lists),
+//! and the end of the stream at `timeoutSeconds`.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::Stream;
+use http_body::Frame;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::cluster::present;
+use crate::resources::ResourceInfo;
+use crate::server::Shared;
+use crate::status::ApiError;
+use crate::store::{EventType, WatchMsg};
+
+/// Everything a watch stream needs once started.
+pub(crate) struct WatchStream {
+    pub(crate) info: Arc<ResourceInfo>,
+    pub(crate) version: String,
+    pub(crate) initial: VecDeque<(EventType, Arc<Value>)>,
+    /// Send the `initial-events-end` bookmark at this version after `initial`.
+    pub(crate) initial_end: Option<u64>,
+    pub(crate) rx: mpsc::UnboundedReceiver<WatchMsg>,
+    pub(crate) bookmarks: bool,
+    pub(crate) bookmark_interval: Duration,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) shared: Weak<Shared>,
+}
+
+fn line(value: &Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+fn event_line(info: &ResourceInfo, version: &str, kind: EventType, obj: &Value) -> Bytes {
+    line(&json!({"type": kind.as_str(), "object": present(info, version, obj)}))
+}
+
+fn bookmark_line(info: &ResourceInfo, version: &str, rv: u64, initial_end: bool) -> Bytes {
+    let mut metadata = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+    if initial_end {
+        metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    line(&json!({
+        "type": "BOOKMARK",
+        "object": {"kind": info.kind, "apiVersion": info.api_version(version), "metadata": metadata},
+    }))
+}
+
+/// A stream with one ERROR event (a watch from a `resourceVersion` that is too old).
+pub(crate) fn error_stream(
+    err: &ApiError,
+) -> impl Stream<Item = Result<Frame<Bytes>, Infallible>> + use<> {
+    let bytes = line(&json!({"type": "ERROR", "object": err.to_status()}));
+    futures::stream::once(async move { Ok(Frame::data(bytes)) })
+}
+
+enum Step {
+    Send(Bytes),
+    End,
+}
+
+impl WatchStream {
+    async fn next_bytes(&mut self) -> Step {
+        if let Some((kind, obj)) = self.initial.pop_front() {
+            return Step::Send(event_line(&self.info, &self.version, kind, &obj));
+        }
+        if let Some(rv) = self.initial_end.take() {
+            return Step::Send(bookmark_line(&self.info, &self.version, rv, true));
+        }
+        loop {
+            let bookmark_at = Instant::now() + self.bookmark_interval;
+            let deadline = self.deadline;
+            tokio::select! {
+                msg = self.rx.recv() => {
+                    return match msg {
+                        Some(WatchMsg::Event(kind, obj)) => {
+                            Step::Send(event_line(&self.info, &self.version, kind, &obj))
+                        }
+                        Some(WatchMsg::Closed) | None => Step::End,
+                    };
+                }
+                () = tokio::time::sleep_until(bookmark_at), if self.bookmarks => {
+                    if let Some(rv) = self.progress() {
+                        return Step::Send(bookmark_line(&self.info, &self.version, rv, false));
+                    }
+                }
+                () = sleep_until_opt(deadline) => return Step::End,
+            }
+        }
+    }
+
+    /// The version this watcher has certainly seen everything up to: the current version,
+    /// read under the lock while nothing is queued for this watcher.
+    fn progress(&self) -> Option<u64> {
+        let shared = self.shared.upgrade()?;
+        let cluster = shared.cluster.lock().ok()?;
+        self.rx.is_empty().then(|| cluster.store.current_rv())
+    }
+
+    /// The response body stream.
+    pub(crate) fn into_stream(self) -> impl Stream<Item = Result<Frame<Bytes>, Infallible>> {
+        futures::stream::unfold(self, |mut state| async move {
+            match state.next_bytes().await {
+                Step::Send(bytes) => Some((Ok(Frame::data(bytes)), state)),
+                Step::End => None,
+            }
+        })
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => futures::future::pending().await,
+    }
+}

@@ -1,0 +1,24 @@
+//! Behaviour of the fake API server, exercised through the real `kube::Client` (and
+//! `kube::runtime`), one module per behaviour the server promises. Each test's doc comment
+//! names the Kubernetes behaviour it mirrors.
+
+// Test code: a failed unwrap is a failed test (clippy's allow-unwrap-in-tests does not reach
+// helper functions of integration tests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod apply;
+mod common;
+mod controllers;
+mod crud;
+mod discovery;
+mod finalizers;
+mod gc;
+mod metadata;
+mod patches;
+mod resources;
+mod runtime_controller;
+mod scale;
+mod serving;
+mod status_subresource;
+mod test_control;
+mod watch;

@@ -1,0 +1,94 @@
+//! Test controls: injected failures, latency, request counts.
+
+use std::time::{Duration, Instant};
+
+use fake_apiserver::{Fault, Verb};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::common::{config_map, server, status};
+
+/// An injected failure answers the next matching requests with the chosen code and a
+/// `Status` whose reason matches it (as the real server pairs them), then stops.
+#[tokio::test]
+async fn injected_failures_match_and_run_out() {
+    let (server, client) = server();
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    api.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("b", &[]))
+        .await
+        .unwrap();
+    server.inject_failure(
+        Fault::new(503)
+            .verb(Verb::Patch)
+            .resource("configmaps")
+            .name("a")
+            .times(2),
+    );
+    let patch = Patch::Merge(json!({"data": {"k": "x"}}));
+    // Other names and verbs are unaffected.
+    api.patch("b", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    api.get("a").await.unwrap();
+    for _ in 0..2 {
+        let err = status(api.patch("a", &PatchParams::default(), &patch).await);
+        assert_eq!((err.code, err.reason.as_str()), (503, "ServiceUnavailable"));
+    }
+    api.patch("a", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+
+    server.inject_failure(Fault::new(409).resource("configmaps"));
+    assert_eq!(
+        status(api.list(&ListParams::default()).await).reason,
+        "Conflict"
+    );
+}
+
+/// Added latency delays every request.
+#[tokio::test]
+async fn latency_delays_requests() {
+    let (server, client) = server();
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    server.set_latency(Duration::from_millis(150));
+    let start = Instant::now();
+    api.list(&ListParams::default()).await.unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(150));
+    server.set_latency(Duration::ZERO);
+}
+
+/// Requests are counted by verb, resource and subresource; `writes()` is what a "zero
+/// writes at steady state" test asserts; reads through the server handle are not counted.
+#[tokio::test]
+async fn requests_are_counted_by_verb_and_resource() {
+    let (server, client) = server();
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    server.reset_counts();
+    api.create(&PostParams::default(), &config_map("c", &[]))
+        .await
+        .unwrap();
+    api.get("c").await.unwrap();
+    api.list(&ListParams::default()).await.unwrap();
+    api.patch(
+        "c",
+        &PatchParams::apply("opcat"),
+        &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})),
+    )
+    .await
+    .unwrap();
+    let _: Option<ConfigMap> = server.get("default", "c");
+    let counts = server.request_counts();
+    assert_eq!(counts.get(Verb::Create, "configmaps"), 1);
+    assert_eq!(counts.get(Verb::Get, "configmaps"), 1);
+    assert_eq!(counts.get(Verb::List, "configmaps"), 1);
+    assert_eq!(counts.get(Verb::Patch, "configmaps"), 1);
+    assert_eq!(counts.writes(), 2);
+    assert_eq!(counts.total(), 4);
+    server.reset_counts();
+    api.get("c").await.unwrap();
+    assert_eq!(server.request_counts().writes(), 0);
+}
