@@ -1,1 +1,3 @@
-//! TODO(skeleton): filled in by the issue that builds this module.
+//! registry+v1 bundles: `manifests/` + `metadata/`. So far only the annotations that label
+//! bundle images; the bundle model and rendering come with a later issue.
+pub mod annotations;
