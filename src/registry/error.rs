@@ -453,12 +453,22 @@ fn code_name(code: &OciErrorCode) -> String {
     }
 }
 
+/// A rustls error at this level, or wrapped in `io::Error`s (whose `source()` skips the wrapped
+/// error, so `get_ref` is followed instead).
+fn find_tls<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner = error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    find_tls(inner)
+}
+
 /// Looks through a transport error's sources for TLS and timeout causes.
 pub(crate) fn classify_transport(error: &(dyn StdError + 'static)) -> Failure {
     let mut current: Option<&(dyn StdError + 'static)> = Some(error);
     let mut timeout = false;
     while let Some(e) = current {
-        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+        if let Some(tls) = find_tls(e) {
             return Failure::Tls(tls.to_string());
         }
         if let Some(req) = e.downcast_ref::<reqwest::Error>() {
@@ -466,12 +476,6 @@ pub(crate) fn classify_transport(error: &(dyn StdError + 'static)) -> Failure {
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             timeout |= io.kind() == std::io::ErrorKind::TimedOut;
-            if io.kind() == std::io::ErrorKind::InvalidData {
-                // rustls errors travel inside io::Error(InvalidData).
-                if let Some(tls) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                    return Failure::Tls(tls.to_string());
-                }
-            }
         }
         current = e.source();
     }

@@ -230,11 +230,11 @@ impl Ctx<'_> {
             match chunk {
                 Ok(chunk) => bytes.extend_from_slice(&chunk),
                 // oci-client reports its own digest check as a stream error at the end; ours
-                // below gives the better message, so only stop on errors before the end.
-                Err(error) if (bytes.len() as u64) < config.size => {
+                // below gives the better message.
+                Err(error) if is_digest_verdict(&error) => break,
+                Err(error) => {
                     return Err(self.failure(super::error::classify_transport(&error)));
                 }
-                Err(_) => break,
             }
             if bytes.len() as u64 > config.size {
                 break;
@@ -292,7 +292,7 @@ impl Ctx<'_> {
                     }
                 }
                 Err(error) => {
-                    if sent < size {
+                    if !is_digest_verdict(&error) {
                         transport_error = Some(super::error::classify_transport(&error));
                     }
                     break;
@@ -323,6 +323,14 @@ impl Ctx<'_> {
         })?;
         Ok(unpacker)
     }
+}
+
+/// oci-client's streams end with an error when the content does not hash to its digest; that is
+/// a verdict on the content (ours is computed independently), not a transport failure.
+fn is_digest_verdict(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<oci_client::errors::DigestError>())
 }
 
 fn oci_descriptor(descriptor: &Descriptor) -> OciDescriptor {
