@@ -1,5 +1,7 @@
 //! What users see when pulls fail against the real registry: each message names the image, the
 //! registry and the secrets tried, and never contains a password.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod registry_support;
 

@@ -1,5 +1,7 @@
 //! Pull and push against the real CNCF distribution registry (basic and token auth, TLS with a
 //! CA made at test time), cross-checked with umoci and skopeo.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod registry_support;
 

@@ -1,5 +1,7 @@
 //! The layer extractor against hostile tar streams: every refusal names the entry, nothing is
 //! written outside the target, and whiteouts and limits behave.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod registry_support;
 

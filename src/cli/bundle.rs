@@ -1,9 +1,147 @@
-//! `opcat bundle ...`
+//! `opcat bundle unpack|push`
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
 use super::CliResult;
+use super::registry_args::RegistryArgs;
+use crate::registry::ImageRef;
+use crate::registry::push::build_bundle_image;
 
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Pull a bundle image (verifying every digest) and unpack it safely into DIR.
+    ///
+    /// DIR must not exist or be empty; it is only created once the whole image checked out.
+    Unpack(UnpackArgs),
+    /// Build a reproducible bundle image from DIR (manifests/ + metadata/) and push it.
+    ///
+    /// The image is labelled with metadata/annotations.yaml, as opm does. The same directory
+    /// always gives the same digest.
+    Push(PushArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UnpackArgs {
+    /// Bundle image, e.g. quay.io/org/my-operator-bundle:v1.2.3 or …@sha256:….
+    pub image: String,
+    /// Directory to unpack into.
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// Bundle directory with manifests/ and metadata/annotations.yaml.
+    pub dir: PathBuf,
+    /// Image to push to, e.g. registry.example.com/bundles/my-operator:v1.2.3.
+    pub image: String,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
 
 pub async fn execute(command: Command) -> CliResult {
-    match command {}
+    match command {
+        Command::Unpack(args) => unpack(args).await,
+        Command::Push(args) => push(args).await,
+    }
+}
+
+async fn unpack(args: UnpackArgs) -> CliResult {
+    let image: ImageRef = args.image.parse()?;
+    let target = prepare_target(&args.dir)?;
+    let registry = args.registry.registry()?;
+    let keyring = args.registry.keyring(&image)?;
+    let unpacked = registry.fetch(&image, &keyring).await?;
+    copy_into_place(&unpacked.root, &target)?;
+    println!(
+        "unpacked {image} ({}) into {}",
+        unpacked.digest,
+        target.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn push(args: PushArgs) -> CliResult {
+    let image: ImageRef = args.image.parse()?;
+    let built = build_bundle_image(&args.dir)?;
+    let registry = args.registry.registry()?;
+    let keyring = args.registry.keyring(&image)?;
+    let digest = registry.push(&image, &built, &keyring).await?;
+    println!("pushed {image} ({digest})");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses a target that exists and is not an empty directory.
+fn prepare_target(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error + Send + Sync>> {
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .map_err(|e| {
+                format!(
+                    "{} exists and is not a readable directory: {e}",
+                    dir.display()
+                )
+            })?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(format!("{} exists and is not empty", dir.display()).into());
+        }
+    }
+    Ok(dir.to_owned())
+}
+
+/// Copies the verified tree next to `target`, then renames it into place: `target` either
+/// appears complete or not at all.
+fn copy_into_place(
+    from: &Path,
+    target: &Path,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".opcat-unpack-")
+        .tempdir_in(&parent)
+        .map_err(|e| {
+            format!(
+                "cannot create a temporary directory in {}: {e}",
+                parent.display()
+            )
+        })?;
+    copy_tree(from, staging.path())?;
+    if target.exists() {
+        // Checked empty above.
+        std::fs::remove_dir(target)
+            .map_err(|e| format!("cannot replace empty {}: {e}", target.display()))?;
+    }
+    std::fs::rename(staging.path(), target).map_err(|e| {
+        format!(
+            "cannot move the unpacked bundle to {}: {e}",
+            target.display()
+        )
+    })?;
+    let _ = staging.keep();
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for item in std::fs::read_dir(from)? {
+        let item = item?;
+        let (source, dest) = (item.path(), to.join(item.file_name()));
+        let kind = item.file_type()?;
+        if kind.is_dir() {
+            std::fs::create_dir(&dest)?;
+            copy_tree(&source, &dest)?;
+        } else if kind.is_symlink() {
+            // Already checked to stay inside the image root.
+            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &dest)?;
+        } else {
+            std::fs::copy(&source, &dest)?;
+        }
+    }
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! Shared helpers of the `registry_*` integration tests.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::fs;

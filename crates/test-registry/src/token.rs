@@ -177,7 +177,7 @@ async fn token(
             let allowed = user.as_ref().is_some_and(|u| {
                 u.repositories
                     .as_ref()
-                    .is_none_or(|repos| repos.iter().any(|r| *r == name))
+                    .is_none_or(|repos| repos.contains(&name))
             });
             let actions: Vec<&str> = if allowed { actions } else { Vec::new() };
             serde_json::json!({ "type": kind, "name": name, "actions": actions })
