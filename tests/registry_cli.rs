@@ -79,15 +79,30 @@ fn bundle_push_then_unpack() {
     let bundle = env.work.path().join("bundle");
     write_bundle(&bundle);
     let image = env.dist.image("bundles/widgets:v1.0.0");
-    let stdout = ok(&env.run(&["bundle", "push", &env.path("bundle"), &image], "secret.yaml"));
-    assert!(stdout.starts_with(&format!("pushed {image} (sha256:")), "{stdout}");
+    let stdout = ok(&env.run(
+        &["bundle", "push", &env.path("bundle"), &image],
+        "secret.yaml",
+    ));
+    assert!(
+        stdout.starts_with(&format!("pushed {image} (sha256:")),
+        "{stdout}"
+    );
 
-    let stdout = ok(&env.run(&["bundle", "unpack", &image, &env.path("out")], "secret.yaml"));
-    assert!(stdout.starts_with(&format!("unpacked {image} (sha256:")), "{stdout}");
+    let stdout = ok(&env.run(
+        &["bundle", "unpack", &image, &env.path("out")],
+        "secret.yaml",
+    ));
+    assert!(
+        stdout.starts_with(&format!("unpacked {image} (sha256:")),
+        "{stdout}"
+    );
     assert_eq!(tree(&env.work.path().join("out")), tree(&bundle));
 
     // A non-empty target is refused and left alone.
-    let output = env.run(&["bundle", "unpack", &image, &env.path("out")], "secret.yaml");
+    let output = env.run(
+        &["bundle", "unpack", &image, &env.path("out")],
+        "secret.yaml",
+    );
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("exists and is not empty"));
 }
@@ -97,14 +112,31 @@ fn catalog_push_twice_gives_one_digest() {
     let env = Env::new();
     write_catalog(&env.work.path().join("catalog"));
     let first = ok(&env.run(
-        &["catalog", "push", &env.path("catalog"), &env.dist.image("catalogs/c:a")],
+        &[
+            "catalog",
+            "push",
+            &env.path("catalog"),
+            &env.dist.image("catalogs/c:a"),
+        ],
         "secret.yaml",
     ));
     let second = ok(&env.run(
-        &["catalog", "push", &env.path("catalog"), &env.dist.image("catalogs/c:b")],
+        &[
+            "catalog",
+            "push",
+            &env.path("catalog"),
+            &env.dist.image("catalogs/c:b"),
+        ],
         "secret.yaml",
     ));
-    let digest = |s: &str| s.split('(').nth(1).unwrap().trim().trim_end_matches(')').to_owned();
+    let digest = |s: &str| {
+        s.split('(')
+            .nth(1)
+            .unwrap()
+            .trim()
+            .trim_end_matches(')')
+            .to_owned()
+    };
     assert_eq!(digest(&first), digest(&second));
 }
 
@@ -113,17 +145,29 @@ fn wrong_credentials_fail_without_leaking_or_leaving_a_directory() {
     let env = Env::new();
     write_bundle(&env.work.path().join("bundle"));
     let image = env.dist.image("bundles/widgets:v1");
-    ok(&env.run(&["bundle", "push", &env.path("bundle"), &image], "secret.yaml"));
+    ok(&env.run(
+        &["bundle", "push", &env.path("bundle"), &image],
+        "secret.yaml",
+    ));
     fs::write(
         env.work.path().join("wrong.json"),
         dockerconfigjson(&env.dist.host, "cli-user", "not-the-password"),
     )
     .unwrap();
-    let output = env.run(&["bundle", "unpack", &image, &env.path("out")], "wrong.json");
+    let output = env.run(
+        &["bundle", "unpack", &image, &env.path("out")],
+        "wrong.json",
+    );
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("answered 401 Unauthorized"), "{stderr}");
-    assert!(stderr.contains(&format!("tried pull secrets {:?} (401 Unauthorized)", env.path("wrong.json"))), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "tried pull secrets {:?} (401 Unauthorized)",
+            env.path("wrong.json")
+        )),
+        "{stderr}"
+    );
     assert!(!stderr.contains("not-the-password"), "{stderr}");
     assert!(!env.work.path().join("out").exists());
 }
@@ -132,10 +176,21 @@ fn wrong_credentials_fail_without_leaking_or_leaving_a_directory() {
 fn malformed_secret_file_is_reported() {
     let env = Env::new();
     fs::write(env.work.path().join("bad.yaml"), "kind: Secret\nmetadata:\n  name: bad\ntype: kubernetes.io/dockercfg\ndata:\n  .dockercfg: e30=\n").unwrap();
-    let output = env.run(&["bundle", "unpack", &env.dist.image("x:v1"), &env.path("out")], "bad.yaml");
+    let output = env.run(
+        &[
+            "bundle",
+            "unpack",
+            &env.dist.image("x:v1"),
+            &env.path("out"),
+        ],
+        "bad.yaml",
+    );
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("pull secret \"bad\": .dockercfg lists no registries"), "{stderr}");
+    assert!(
+        stderr.contains("pull secret \"bad\": .dockercfg lists no registries"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -143,12 +198,21 @@ fn default_credentials_come_from_the_users_docker_config() {
     let env = Env::new();
     write_catalog(&env.work.path().join("catalog"));
     fs::create_dir(env.work.path().join(".docker")).unwrap();
-    fs::write(env.work.path().join(".docker/config.json"), env.dist.dockerconfigjson()).unwrap();
+    fs::write(
+        env.work.path().join(".docker/config.json"),
+        env.dist.dockerconfigjson(),
+    )
+    .unwrap();
     let output = opcat(
         &[
-            "catalog", "push", &env.path("catalog"), &env.dist.image("catalogs/c:v1"),
-            "--ca-file", &env.dist.ca.pem_path().display().to_string(),
-            "--cache-dir", &env.path("cache"),
+            "catalog",
+            "push",
+            &env.path("catalog"),
+            &env.dist.image("catalogs/c:v1"),
+            "--ca-file",
+            &env.dist.ca.pem_path().display().to_string(),
+            "--cache-dir",
+            &env.path("cache"),
         ],
         env.work.path(),
     );
@@ -162,8 +226,14 @@ async fn source_resolution_for_catalog_commands() {
     write_bundle(&env.work.path().join("bundle"));
     let catalog_image = env.dist.image("catalogs/c:v1");
     let bundle_image = env.dist.image("bundles/b:v1");
-    ok(&env.run(&["catalog", "push", &env.path("catalog"), &catalog_image], "secret.yaml"));
-    ok(&env.run(&["bundle", "push", &env.path("bundle"), &bundle_image], "secret.yaml"));
+    ok(&env.run(
+        &["catalog", "push", &env.path("catalog"), &catalog_image],
+        "secret.yaml",
+    ));
+    ok(&env.run(
+        &["bundle", "push", &env.path("bundle"), &bundle_image],
+        "secret.yaml",
+    ));
     let args = RegistryArgs {
         pull_secrets: vec![env.work.path().join("secret.yaml")],
         ca_files: vec![env.dist.ca.pem_path()],
@@ -177,9 +247,15 @@ async fn source_resolution_for_catalog_commands() {
     let pulled = args.local_catalog(&catalog_image).await.unwrap();
     assert_eq!(tree(&pulled.path), tree(&env.work.path().join("catalog")));
     // A bundle image is no catalog.
-    let err = args.local_catalog(&bundle_image).await.unwrap_err().to_string();
+    let err = args
+        .local_catalog(&bundle_image)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
-        err.contains("has no operators.operatorframework.io.index.configs.v1 label and no /configs directory"),
+        err.contains(
+            "has no operators.operatorframework.io.index.configs.v1 label and no /configs directory"
+        ),
         "{err}"
     );
 }

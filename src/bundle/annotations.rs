@@ -95,7 +95,19 @@ impl AnnotationsError {
 
 #[derive(serde::Deserialize)]
 struct File {
-    annotations: BTreeMap<String, String>,
+    annotations: BTreeMap<String, serde_json::Value>,
+}
+
+/// Scalars become their text (real bundles carry `com.redhat.delivery.operator.bundle: true`);
+/// lists and maps are not annotations.
+fn scalar_text(value: serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(text) => Some(text),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Null => Some(String::new()),
+        _ => None,
+    }
 }
 
 impl BundleAnnotations {
@@ -115,7 +127,14 @@ impl BundleAnnotations {
             path: path.to_owned(),
             detail: e.to_string(),
         })?;
-        let all = file.annotations;
+        let mut all = BTreeMap::new();
+        for (key, value) in file.annotations {
+            let text = scalar_text(value).ok_or_else(|| AnnotationsError::Malformed {
+                path: path.to_owned(),
+                detail: format!("annotation {key:?} is not a scalar"),
+            })?;
+            all.insert(key, text);
+        }
         let required = |key: &'static str| {
             all.get(key)
                 .map(|v| v.trim())
@@ -171,7 +190,8 @@ mod tests {
         operators.operatorframework.io.bundle.package.v1: widgets\n  \
         operators.operatorframework.io.bundle.channels.v1: stable, fast\n  \
         operators.operatorframework.io.bundle.channel.default.v1: stable\n  \
-        operators.operatorframework.io.metrics.builder: operator-sdk-v1\n";
+        operators.operatorframework.io.metrics.builder: operator-sdk-v1\n  \
+        com.redhat.delivery.operator.bundle: true\n";
 
     #[test]
     fn parses_the_six_labels() {
@@ -180,7 +200,8 @@ mod tests {
         assert_eq!(parsed.channels, ["stable", "fast"]);
         assert_eq!(parsed.default_channel.as_deref(), Some("stable"));
         assert_eq!(parsed.bundle_labels().len(), 6);
-        assert_eq!(parsed.all.len(), 7);
+        assert_eq!(parsed.all.len(), 8);
+        assert_eq!(parsed.all["com.redhat.delivery.operator.bundle"], "true");
     }
 
     #[test]
