@@ -108,6 +108,43 @@ fn bundle_push_then_unpack() {
 }
 
 #[test]
+fn bundle_unpack_without_cache_dir_leaves_only_the_target() {
+    let env = Env::new();
+    write_bundle(&env.work.path().join("bundle"));
+    let image = env.dist.image("bundles/widgets:v2");
+    ok(&env.run(
+        &["bundle", "push", &env.path("bundle"), &image],
+        "secret.yaml",
+    ));
+    let parent = env.work.path().join("unpacked");
+    fs::create_dir(&parent).unwrap();
+    let target = parent.join("widgets");
+    ok(&opcat(
+        &[
+            "bundle",
+            "unpack",
+            &image,
+            &target.display().to_string(),
+            "--pull-secret",
+            &env.path("secret.yaml"),
+            "--ca-file",
+            &env.dist.ca.pem_path().display().to_string(),
+        ],
+        env.work.path(),
+    ));
+    assert_eq!(tree(&target), tree(&env.work.path().join("bundle")));
+    let left: Vec<_> = fs::read_dir(&parent)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["widgets"]);
+    assert!(
+        !env.work.path().join(".cache").exists(),
+        "no cache without --cache-dir"
+    );
+}
+
+#[test]
 fn catalog_push_twice_gives_one_digest() {
     let env = Env::new();
     write_catalog(&env.work.path().join("catalog"));

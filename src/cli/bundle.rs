@@ -50,10 +50,34 @@ pub async fn execute(command: Command) -> CliResult {
 async fn unpack(args: UnpackArgs) -> CliResult {
     let image: ImageRef = args.image.parse()?;
     let target = prepare_target(&args.dir)?;
-    let registry = args.registry.registry()?;
     let keyring = args.registry.keyring(&image)?;
-    let unpacked = registry.fetch(&image, &keyring).await?;
-    copy_into_place(&unpacked.root, &target)?;
+    let parent = parent_dir(&target)?;
+    // Without --cache-dir the image is pulled into a staging cache beside the target and the
+    // verified tree is moved (not copied) into place; the rest is removed on drop.
+    let staging = tempfile::Builder::new()
+        .prefix(".opcat-unpack-")
+        .tempdir_in(&parent)
+        .map_err(|e| {
+            format!(
+                "cannot create a temporary directory in {}: {e}",
+                parent.display()
+            )
+        })?;
+    let unpacked = if args.registry.cache_dir.is_some() {
+        let unpacked = args.registry.registry()?.fetch(&image, &keyring).await?;
+        let copy = staging.path().join("copy");
+        std::fs::create_dir(&copy)?;
+        copy_tree(&unpacked.root, &copy)?;
+        move_into_place(&copy, &target)?;
+        unpacked
+    } else {
+        let registry = args
+            .registry
+            .registry_with_cache(&staging.path().join("cache"))?;
+        let unpacked = registry.fetch(&image, &keyring).await?;
+        move_into_place(&unpacked.root, &target)?;
+        unpacked
+    };
     println!(
         "unpacked {image} ({}) into {}",
         unpacked.digest,
@@ -91,40 +115,33 @@ fn prepare_target(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error + Sen
     Ok(dir.to_owned())
 }
 
-/// Copies the verified tree next to `target`, then renames it into place: `target` either
-/// appears complete or not at all.
-fn copy_into_place(
-    from: &Path,
-    target: &Path,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+fn parent_dir(target: &Path) -> Result<PathBuf, Box<dyn std::error::Error + Send + Sync>> {
     let parent = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent)
         .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    let staging = tempfile::Builder::new()
-        .prefix(".opcat-unpack-")
-        .tempdir_in(&parent)
-        .map_err(|e| {
-            format!(
-                "cannot create a temporary directory in {}: {e}",
-                parent.display()
-            )
-        })?;
-    copy_tree(from, staging.path())?;
+    Ok(parent)
+}
+
+/// Renames a complete tree (on the same file system) to `target`, which is absent or empty:
+/// `target` appears complete or not at all.
+fn move_into_place(
+    tree: &Path,
+    target: &Path,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     if target.exists() {
-        // Checked empty above.
+        // Checked empty by `prepare_target`.
         std::fs::remove_dir(target)
             .map_err(|e| format!("cannot replace empty {}: {e}", target.display()))?;
     }
-    std::fs::rename(staging.path(), target).map_err(|e| {
+    std::fs::rename(tree, target).map_err(|e| {
         format!(
-            "cannot move the unpacked bundle to {}: {e}",
+            "cannot move the unpacked image to {}: {e}",
             target.display()
         )
     })?;
-    let _ = staging.keep();
     Ok(())
 }
 

@@ -26,7 +26,9 @@ pub struct RegistryArgs {
     #[arg(long = "plain-http", value_name = "HOST:PORT")]
     pub plain_http: Vec<String>,
 
-    /// Where pulled images are unpacked and cached (keyed by digest).
+    /// Where pulled images are unpacked and cached, keyed by digest (default
+    /// ~/.cache/opcat). `bundle unpack` only caches when this is given; otherwise it pulls
+    /// straight into its target.
     #[arg(long = "cache-dir", value_name = "DIR", env = "OPCAT_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
 }
@@ -36,8 +38,13 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 impl RegistryArgs {
     /// A registry client from the flags.
     pub fn registry(&self) -> Result<Registry, BoxError> {
+        self.registry_with_cache(&self.cache_dir())
+    }
+
+    /// A registry client from the flags, caching in `cache_dir` whatever `--cache-dir` says.
+    pub fn registry_with_cache(&self, cache_dir: &Path) -> Result<Registry, BoxError> {
         crate::registry::install_crypto_provider();
-        let mut options = RegistryOptions::new(self.cache_dir());
+        let mut options = RegistryOptions::new(cache_dir);
         for file in &self.ca_files {
             let pem = std::fs::read(file)
                 .map_err(|e| format!("cannot read --ca-file {}: {e}", file.display()))?;
