@@ -7,7 +7,8 @@ mod registry_support;
 
 use std::fs;
 
-use opcat::registry::credentials::{DOCKERCFG_TYPE, PullSecret};
+use opcat::registry::PullSecret;
+use opcat::registry::credentials::DOCKERCFG_TYPE;
 use opcat::registry::push::build_catalog_image;
 use opcat::registry::{ImageRef, Keyring, PullAuth, RegistryError};
 use registry_support::*;

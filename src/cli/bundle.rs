@@ -87,12 +87,8 @@ async fn unpack(args: UnpackArgs) -> CliResult {
 }
 
 async fn push(args: PushArgs) -> CliResult {
-    let image: ImageRef = args.image.parse()?;
     let built = build_bundle_image(&args.dir)?;
-    let registry = args.registry.registry()?;
-    let keyring = args.registry.keyring(&image)?;
-    let digest = registry.push(&image, &built, &keyring).await?;
-    println!("pushed {image} ({digest})");
+    args.registry.push(&args.image, &built).await?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use super::CliResult;
 use super::registry_args::RegistryArgs;
-use crate::registry::ImageRef;
 use crate::registry::push::build_catalog_image;
 
 /// Build a reproducible catalog image from a file-based catalog directory and push it.
@@ -23,11 +22,7 @@ pub struct Args {
 }
 
 pub async fn execute(args: Args) -> CliResult {
-    let image: ImageRef = args.image.parse()?;
     let built = build_catalog_image(&args.dir)?;
-    let registry = args.registry.registry()?;
-    let keyring = args.registry.keyring(&image)?;
-    let digest = registry.push(&image, &built, &keyring).await?;
-    println!("pushed {image} ({digest})");
+    args.registry.push(&args.image, &built).await?;
     Ok(ExitCode::SUCCESS)
 }

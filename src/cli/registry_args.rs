@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::registry::credentials::Credential;
+use crate::registry::push::BuiltImage;
 use crate::registry::secret_file::read_pull_secret_file;
 use crate::registry::source::{LocalCatalog, Source, local_catalog};
 use crate::registry::{ImageRef, Keyring, Registry, RegistryOptions, SecretError};
@@ -83,6 +84,15 @@ impl RegistryArgs {
             }
         }
         Ok(keyring)
+    }
+
+    /// Pushes a built image to `image` and prints `pushed IMAGE (DIGEST)`.
+    pub async fn push(&self, image: &str, built: &BuiltImage) -> Result<(), BoxError> {
+        let image: ImageRef = image.parse()?;
+        let keyring = self.keyring(&image)?;
+        let digest = self.registry()?.push(&image, built, &keyring).await?;
+        println!("pushed {image} ({digest})");
+        Ok(())
     }
 
     /// `SOURCE` → catalog on disk: an existing path as is, otherwise the pulled image's

@@ -13,8 +13,9 @@
 
 use std::fmt;
 
-use super::credentials::{Credential, ParsedConfig, PullSecret, SecretError};
+use super::credentials::{Credential, ParsedConfig};
 use super::reference::ImageRef;
+use super::secret::{PullSecret, SecretError};
 
 const DOCKER_HUB: &str = "docker.io";
 const DOCKER_HUB_ALIASES: [&str; 3] = ["docker.io", "index.docker.io", "registry-1.docker.io"];
@@ -464,7 +465,8 @@ mod tests {
 
     #[test]
     fn from_secrets_reports_bad_secrets_and_keeps_good_ones() {
-        use super::super::credentials::{DOCKER_CONFIG_JSON_TYPE, PullSecret};
+        use super::super::credentials::DOCKER_CONFIG_JSON_TYPE;
+        use super::super::secret::PullSecret;
         use std::collections::BTreeMap;
         let secret = |name: &str, json: &str| PullSecret {
             name: name.into(),

@@ -30,17 +30,19 @@ pub mod manifest;
 pub mod pull;
 pub mod push;
 pub mod reference;
+pub mod secret;
 pub mod secret_file;
 pub mod source;
 pub mod unpack;
 
 pub use cache::{ImageCache, UnpackedImage};
 pub use client::{PullAuth, PullCheck, Registry, RegistryOptions, TrustConfig};
-pub use credentials::{Credential, PullSecret, SecretError};
+pub use credentials::Credential;
 pub use digest::Digest;
 pub use error::RegistryError;
 pub use keyring::{Keyring, MatchedCredential};
 pub use reference::ImageRef;
+pub use secret::{PullSecret, SecretError};
 pub use unpack::UnpackLimits;
 
 /// Installs rustls' `ring` crypto provider as the process default. Idempotent; call it before

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::credentials::{ConfigFormat, DOCKER_CONFIG_JSON_TYPE, DOCKERCFG_TYPE, PullSecret};
+use super::credentials::{ConfigFormat, DOCKER_CONFIG_JSON_TYPE, DOCKERCFG_TYPE};
+use super::secret::PullSecret;
 
 /// Why a pull-secret file cannot be read.
 #[derive(Debug, thiserror::Error)]

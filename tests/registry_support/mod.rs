@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use opcat::registry::credentials::{DOCKER_CONFIG_JSON_TYPE, PullSecret};
+use opcat::registry::PullSecret;
+use opcat::registry::credentials::DOCKER_CONFIG_JSON_TYPE;
 use opcat::registry::{Keyring, Registry, RegistryOptions};
 use test_registry::Distribution;
 

@@ -15,10 +15,19 @@ use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use tar::EntryType;
+
+mod fsops;
+mod paths;
+
+use fsops::{
+    LimitedReader, create_dir, dir_mode, file_mode, io_error, remove_any, remove_existing,
+    set_mode, tar_error,
+};
+use paths::{check_resolved_symlink, check_symlink_target, clean_path};
 
 const WHITEOUT_PREFIX: &str = ".wh.";
 const OPAQUE_WHITEOUT: &str = ".wh..wh..opq";
@@ -454,148 +463,5 @@ impl ParentError {
             },
             ParentError::Io(path, source) => UnpackError::Io { path, source },
         }
-    }
-}
-
-/// Turns a tar path into a relative path without `.`/empty components; refuses `..`, `/…`.
-fn clean_path(raw: &[u8]) -> Result<PathBuf, UnsafeReason> {
-    if raw.len() > MAX_PATH_BYTES {
-        return Err(UnsafeReason::TooLong);
-    }
-    if raw.first() == Some(&b'/') {
-        return Err(UnsafeReason::Absolute);
-    }
-    let mut clean = PathBuf::new();
-    for part in raw.split(|b| *b == b'/') {
-        match part {
-            b"" | b"." => {}
-            b".." => return Err(UnsafeReason::ParentDir),
-            _ => clean.push(OsStr::from_bytes(part)),
-        }
-    }
-    Ok(clean)
-}
-
-/// A symlink at `relative` pointing to `target` must be relative and, resolved lexically from
-/// the link's directory, stay inside the root.
-fn check_symlink_target(relative: &Path, target: &[u8]) -> Result<(), UnsafeReason> {
-    let escapes = || UnsafeReason::SymlinkEscapes {
-        target: String::from_utf8_lossy(target).into_owned(),
-    };
-    if target.is_empty() || target.first() == Some(&b'/') || target.len() > MAX_PATH_BYTES {
-        return Err(escapes());
-    }
-    let mut depth: usize = relative.parent().map_or(0, |p| p.components().count());
-    for part in target.split(|b| *b == b'/') {
-        match part {
-            b"" | b"." => {}
-            b".." => depth = depth.checked_sub(1).ok_or_else(escapes)?,
-            _ => depth += 1,
-        }
-    }
-    Ok(())
-}
-
-fn check_resolved_symlink(
-    root: &Path,
-    canonical_root: &Path,
-    link: &Path,
-) -> Result<(), UnpackError> {
-    let shown = link
-        .strip_prefix(root)
-        .unwrap_or(link)
-        .display()
-        .to_string();
-    match fs::canonicalize(link) {
-        Ok(resolved) if resolved.starts_with(canonical_root) => Ok(()),
-        Ok(_) => Err(UnpackError::Unsafe {
-            path: shown,
-            reason: UnsafeReason::SymlinkEscapes {
-                target: fs::read_link(link)
-                    .map(|t| t.display().to_string())
-                    .unwrap_or_default(),
-            },
-        }),
-        // Dangling links cannot be read through; their lexical check already passed.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) if e.raw_os_error() == Some(ELOOP) => Err(UnpackError::Unsafe {
-            path: shown,
-            reason: UnsafeReason::SymlinkLoop,
-        }),
-        Err(source) => Err(io_error(link, source)),
-    }
-}
-
-fn dir_mode(mode: u32) -> u32 {
-    (mode & 0o755) | 0o700
-}
-
-fn file_mode(mode: u32) -> u32 {
-    (mode & 0o755) | 0o600
-}
-
-fn set_mode(path: &Path, mode: u32) -> Result<(), UnpackError> {
-    fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(|e| io_error(path, e))
-}
-
-fn create_dir(path: &Path) -> Result<(), UnpackError> {
-    fs::create_dir(path).map_err(|e| io_error(path, e))
-}
-
-/// Removes whatever is at `path` (a later entry replaces an earlier one), never following links.
-fn remove_existing(path: &Path) -> Result<(), UnpackError> {
-    if fs::symlink_metadata(path).is_ok() {
-        remove_any(path)?;
-    }
-    Ok(())
-}
-
-fn remove_any(path: &Path) -> Result<(), UnpackError> {
-    let meta = fs::symlink_metadata(path).map_err(|e| io_error(path, e))?;
-    let result = if meta.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
-    };
-    result.map_err(|e| io_error(path, e))
-}
-
-fn io_error(path: &Path, source: io::Error) -> UnpackError {
-    UnpackError::Io {
-        path: path.to_owned(),
-        source,
-    }
-}
-
-fn tar_error(source: io::Error) -> UnpackError {
-    // Our stream bound surfaces through the tar reader as an I/O error; keep it recognisable.
-    if let Some(max) = source
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<StreamTooLarge>())
-        .map(|e| e.0)
-    {
-        return UnpackError::StreamTooLarge { max };
-    }
-    UnpackError::Tar(source)
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("decompressed layer larger than {0} bytes")]
-struct StreamTooLarge(u64);
-
-struct LimitedReader<R> {
-    inner: R,
-    remaining: u64,
-    max: u64,
-}
-
-impl<R: Read> Read for LimitedReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let read = self.inner.read(buf)?;
-        self.remaining = self
-            .remaining
-            .checked_sub(read as u64)
-            .ok_or_else(|| io::Error::other(StreamTooLarge(self.max)))?;
-        Ok(read)
     }
 }
