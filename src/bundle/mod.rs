@@ -1,6 +1,7 @@
 //! registry+v1 bundles: load a bundle directory, check that opcat can install it, and render it
 //! into the Kubernetes objects to apply for one install (pure: only [`load`] reads files).
 //!
+//! - [`annotations`]: `metadata/annotations.yaml`, the labels of a bundle image.
 //! - [`load`]: [`Bundle::load`] reads `manifests/` and `metadata/`.
 //! - [`kinds`]: the kinds a bundle may contain.
 //! - [`validate`]: [`validate_for_install`], what opcat refuses to install.
@@ -10,6 +11,7 @@
 //! - [`render`](mod@render): [`render()`](render::render) → [`RenderedBundle`], objects grouped in apply order.
 //! - [`images`](mod@images): every image the bundle runs or names.
 
+pub mod annotations;
 mod document;
 pub mod images;
 pub mod install_mode;

@@ -11,7 +11,9 @@ use clap::{Parser, Subcommand};
 
 mod bundle;
 mod catalog;
+mod catalog_push;
 mod crds;
+pub mod registry_args;
 mod resolve;
 mod run;
 

@@ -1,0 +1,212 @@
+//! Pull-path benchmark (run by `scripts/bench-registry.sh`, not by `cargo test`).
+//!
+//! Pushes the large third-party catalog (`fbc/large/certified-operators/catalogs/v4.16`, ~52 MB)
+//! to a real distribution registry on loopback (TLS + basic auth), then measures, in the same
+//! run and with `hyperfine`:
+//! - baseline: `skopeo copy docker://IMAGE oci:DIR` plus `tar -xzf` of its layer;
+//! - `opcat bundle unpack IMAGE DIR`: pull, verify every digest, unpack safely (streamed);
+//! - `opcat catalog validate IMAGE` when the binary has it: the above plus parsing the FBC.
+//!
+//! Peak RSS of each command comes from GNU time (`%M`). Env: `OPCAT_BIN` (release binary,
+//! required), `OPCAT_SHARED_DATA`, `BENCH_RUNS` (default 5).
+// Benchmark driver: failing loudly is the right behaviour.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use opcat::registry::push::build_catalog_image;
+use opcat::registry::{ImageRef, Keyring, Registry, RegistryOptions};
+use test_registry::{Distribution, pull_secret_yaml, require_tool};
+
+fn main() {
+    let opcat = PathBuf::from(
+        std::env::var("OPCAT_BIN").expect("set OPCAT_BIN to the release opcat binary"),
+    );
+    let data = std::env::var_os("OPCAT_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    let catalog = data.join("fbc/large/certified-operators/catalogs/v4.16");
+    assert!(
+        catalog.is_dir(),
+        "catalog not found: {} (set OPCAT_SHARED_DATA)",
+        catalog.display()
+    );
+    let runs: u32 = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
+    let hyperfine = require_tool("hyperfine");
+    require_tool("skopeo");
+
+    let dist = Distribution::basic("bench", "bench-pass");
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let image = dist.image("catalogs/certified-operators:v4.16");
+    let built = build_catalog_image(&catalog).unwrap();
+    let uncompressed: u64 = du(&catalog);
+    push(&dist, &image, &built, w);
+    let secret = w.join("secret.yaml");
+    std::fs::write(&secret, pull_secret_yaml("bench", &dist.dockerconfigjson())).unwrap();
+
+    let flags = format!(
+        "--pull-secret {} --ca-file {}",
+        secret.display(),
+        dist.ca.pem_path().display()
+    );
+    let d = w.display();
+    let baseline = format!(
+        "rm -rf {d}/oci {d}/untar && skopeo copy -q --src-creds {creds} --src-cert-dir {cd} \
+         docker://{image} oci:{d}/oci:v1 && mkdir {d}/untar && tar -xzf {d}/oci/blobs/sha256/{hex} -C {d}/untar",
+        creds = dist.creds(),
+        cd = dist.ca.cert_dir.display(),
+        hex = built.layer.digest.hex(),
+    );
+    let unpack = format!(
+        "rm -rf {d}/out && {} bundle unpack {image} {d}/out {flags}",
+        opcat.display()
+    );
+    let mut commands = vec![
+        ("baseline (skopeo copy + tar -xzf)", baseline),
+        ("opcat bundle unpack", unpack),
+    ];
+    let has_validate = Command::new(&opcat)
+        .args(["catalog", "validate", "--help"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_validate {
+        commands.push((
+            "opcat catalog validate IMAGE",
+            format!(
+                "rm -rf {d}/cache && {} catalog validate {image} {flags} --cache-dir {d}/cache",
+                opcat.display()
+            ),
+        ));
+    }
+
+    // Correctness first: both ways must give the same files.
+    for (_, command) in &commands[..2] {
+        sh(command);
+    }
+    sh(&format!("diff -r {d}/untar/configs {d}/out/configs"));
+
+    let json = w.join("hyperfine.json");
+    let mut bench = Command::new(hyperfine);
+    bench
+        .args([
+            "--warmup",
+            "1",
+            "--runs",
+            &runs.to_string(),
+            "--style",
+            "basic",
+            "--export-json",
+        ])
+        .arg(&json);
+    for (name, command) in &commands {
+        bench.args(["-n", name, command]);
+    }
+    assert!(bench.status().unwrap().success(), "hyperfine failed");
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+
+    let layer = built.layer.bytes.len() as u64;
+    println!(
+        "\ncatalog: {} ({} files, {:.1} MB uncompressed, layer {:.1} MB gzip)",
+        catalog.display(),
+        files(&catalog),
+        mb(uncompressed),
+        mb(layer)
+    );
+    println!("| command | mean (s) | ± (s) | vs baseline | peak RSS (MB) | RSS / layer |");
+    println!("|---|---|---|---|---|---|");
+    let base = results["results"][0]["mean"].as_f64().unwrap();
+    for (index, (name, command)) in commands.iter().enumerate() {
+        let result = &results["results"][index];
+        let mean = result["mean"].as_f64().unwrap();
+        let rss = peak_rss_kb(command) * 1024;
+        println!(
+            "| {name} | {mean:.3} | {:.3} | {:.2}× | {:.1} | {:.2}× |",
+            result["stddev"].as_f64().unwrap_or_default(),
+            mean / base,
+            mb(rss),
+            rss as f64 / layer as f64
+        );
+    }
+    if !has_validate {
+        println!(
+            "(`opcat catalog validate` is not in this binary yet: measured the pull+unpack path only)"
+        );
+    }
+}
+
+fn push(dist: &Distribution, image: &str, built: &opcat::registry::push::BuiltImage, work: &Path) {
+    opcat::registry::install_crypto_provider();
+    let mut options = RegistryOptions::new(work.join("push-cache"));
+    options
+        .trust
+        .extra_root_certs_pem
+        .push(std::fs::read(dist.ca.pem_path()).unwrap());
+    let registry = Registry::new(options).unwrap();
+    let secret = opcat::registry::PullSecret {
+        name: "bench".into(),
+        type_: "kubernetes.io/dockerconfigjson".into(),
+        data: [(
+            ".dockerconfigjson".to_owned(),
+            dist.dockerconfigjson().into_bytes(),
+        )]
+        .into(),
+    };
+    let (keyring, _) = Keyring::from_secrets(&[secret]);
+    let image: ImageRef = image.parse().unwrap();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(registry.push(&image, built, &keyring))
+        .unwrap();
+}
+
+fn sh(command: &str) {
+    let status = Command::new("sh").arg("-c").arg(command).status().unwrap();
+    assert!(status.success(), "failed: {command}");
+}
+
+fn peak_rss_kb(command: &str) -> u64 {
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M", "sh", "-c", command])
+        .output()
+        .expect("GNU time (/usr/bin/time) is needed: apt-get install time");
+    assert!(out.status.success(), "failed: {command}");
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn du(dir: &Path) -> u64 {
+    walk(dir)
+        .iter()
+        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum()
+}
+
+fn files(dir: &Path) -> usize {
+    walk(dir).len()
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for item in std::fs::read_dir(dir).unwrap() {
+        let path = item.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1_000_000.0
+}

@@ -1,0 +1,5 @@
+#![no_main]
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::tar_extract(data));

@@ -1,0 +1,328 @@
+//! The long-lived [`Registry`]: trust configuration, limits and cache, plus the credential
+//! loop every operation goes through.
+//!
+//! Credentials are tried the kubelet's way: every credential the keyring matches, in order,
+//! each with a fresh oci-client `Client` (its auth store never replaces an entry, and a fresh
+//! client guarantees one credential never leaks into another attempt); anonymous only when no
+//! credential matches.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, RegistryOperation};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
+
+use super::cache::ImageCache;
+use super::digest::Digest;
+use super::error::{Failure, Operation, RegistryError, Tried, classify};
+use super::keyring::Keyring;
+use super::reference::{ImageRef, is_loopback_host};
+use super::unpack::UnpackLimits;
+
+/// Which registries to trust and how.
+#[derive(Debug, Clone, Default)]
+pub struct TrustConfig {
+    /// PEM bundles of extra root CAs (added to the system roots).
+    pub extra_root_certs_pem: Vec<Vec<u8>>,
+    /// `host[:port]` of registries spoken to over plain HTTP. Only loopback hosts are accepted.
+    pub insecure_hosts: BTreeSet<String>,
+}
+
+/// Everything a [`Registry`] is built from.
+#[derive(Debug, Clone)]
+pub struct RegistryOptions {
+    /// Where unpacked images are cached.
+    pub cache_dir: PathBuf,
+    /// CAs and plain-HTTP hosts.
+    pub trust: TrustConfig,
+    /// Unpack limits per image.
+    pub limits: UnpackLimits,
+    /// TCP/TLS connect timeout.
+    pub connect_timeout: Duration,
+    /// Longest wait for any read from the registry.
+    pub read_timeout: Duration,
+}
+
+impl RegistryOptions {
+    /// Defaults (10 s connect, 60 s read, default limits, no extra trust) for `cache_dir`.
+    pub fn new(cache_dir: impl Into<PathBuf>) -> RegistryOptions {
+        RegistryOptions {
+            cache_dir: cache_dir.into(),
+            trust: TrustConfig::default(),
+            limits: UnpackLimits::default(),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Which credential got through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PullAuth {
+    /// The credential from this pull secret.
+    Secret(String),
+    /// No pull secret matched the registry; the request was anonymous and succeeded.
+    AnonymousNoMatch,
+}
+
+/// The result of [`Registry::check_pullable`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullCheck {
+    /// What the reference resolves to now.
+    pub digest: Digest,
+    /// The credential that worked.
+    pub auth: PullAuth,
+}
+
+/// Talks to OCI registries. Build one per process and share it; pass credentials per call.
+pub struct Registry {
+    pub(crate) options: RegistryOptions,
+    certificates: Vec<Certificate>,
+    pub(crate) cache: ImageCache,
+    inflight: Mutex<HashMap<Digest, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// A client that authenticated, and which credential it carries.
+pub(crate) struct Authorized {
+    pub(crate) client: Client,
+    pub(crate) auth: PullAuth,
+}
+
+impl Authorized {
+    /// Attributes a failure after authorization (a blob 401, a 404...) to this credential.
+    pub(crate) fn error(
+        &self,
+        failure: Failure,
+        operation: Operation,
+        image: &ImageRef,
+        keyring: &Keyring,
+    ) -> RegistryError {
+        let tried = tried(&[(self.auth.clone(), failure.clone())], keyring);
+        failure.into_error(operation, &image.to_string(), image.registry(), tried)
+    }
+}
+
+impl Registry {
+    /// Validates the trust configuration and opens the cache.
+    pub fn new(options: RegistryOptions) -> Result<Registry, RegistryError> {
+        let mut certificates = Vec::new();
+        for (index, pem) in options.trust.extra_root_certs_pem.iter().enumerate() {
+            let certs: Vec<CertificateDer<'_>> = CertificateDer::pem_slice_iter(pem)
+                .collect::<Result<_, _>>()
+                .map_err(|e| {
+                    RegistryError::Trust(format!("CA bundle #{} is not valid PEM: {e}", index + 1))
+                })?;
+            if certs.is_empty() {
+                return Err(RegistryError::Trust(format!(
+                    "CA bundle #{} contains no certificate",
+                    index + 1
+                )));
+            }
+            certificates.push(Certificate {
+                encoding: CertificateEncoding::Pem,
+                data: pem.clone(),
+            });
+        }
+        if let Some(host) = options
+            .trust
+            .insecure_hosts
+            .iter()
+            .find(|host| !is_loopback_host(host))
+        {
+            return Err(RegistryError::Trust(format!(
+                "plain HTTP is only allowed for loopback registries, not {host:?}"
+            )));
+        }
+        let cache = ImageCache::open(&options.cache_dir)
+            .map_err(|e| RegistryError::Trust(format!("cannot open the image cache: {e}")))?;
+        Ok(Registry {
+            options,
+            certificates,
+            cache,
+            inflight: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The image cache.
+    pub fn cache(&self) -> &ImageCache {
+        &self.cache
+    }
+
+    /// A fresh oci-client client (no stored auth, no tokens).
+    fn new_client(&self) -> Result<Client, RegistryError> {
+        let insecure: Vec<String> = self.options.trust.insecure_hosts.iter().cloned().collect();
+        let config = ClientConfig {
+            protocol: if insecure.is_empty() {
+                ClientProtocol::Https
+            } else {
+                ClientProtocol::HttpsExcept(insecure)
+            },
+            extra_root_certificates: self.certificates.clone(),
+            connect_timeout: Some(self.options.connect_timeout),
+            read_timeout: Some(self.options.read_timeout),
+            use_monolithic_push: true,
+            ..ClientConfig::default()
+        };
+        // `Client::new` would silently fall back to a default config on error; refuse instead.
+        Client::try_from(config).map_err(|e| RegistryError::Trust(e.to_string()))
+    }
+
+    /// Runs `probe` with each credential the keyring has for `image` until one is accepted
+    /// (kubelet order), or anonymously when none matches. Returns the authorized client and
+    /// the probe's value.
+    pub(crate) async fn authorize<T, F, Fut>(
+        &self,
+        image: &ImageRef,
+        keyring: &Keyring,
+        operation: Operation,
+        mut probe: F,
+    ) -> Result<(Authorized, T), RegistryError>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Failure>>,
+    {
+        let reference = image.as_oci();
+        let op = match operation {
+            Operation::Pull => RegistryOperation::Pull,
+            Operation::Push => RegistryOperation::Push,
+        };
+        let matched = keyring.lookup(image);
+        let attempts: Vec<(PullAuth, RegistryAuth)> = if matched.is_empty() {
+            vec![(PullAuth::AnonymousNoMatch, RegistryAuth::Anonymous)]
+        } else {
+            matched
+                .iter()
+                .map(|m| {
+                    let auth = RegistryAuth::Basic(
+                        m.credential.username().to_owned(),
+                        m.credential.password().to_owned(),
+                    );
+                    (PullAuth::Secret(m.secret.to_owned()), auth)
+                })
+                .collect()
+        };
+        let mut failures: Vec<(PullAuth, Failure)> = Vec::new();
+        for (who, auth) in attempts {
+            let client = self.new_client()?;
+            let attempt = async {
+                // Authenticate first so a token server's refusal is reported as such
+                // (oci-client would otherwise fall back to anonymous requests silently).
+                client.auth(reference, &auth, op).await.map_err(classify)?;
+                probe(client.clone()).await
+            };
+            match attempt.await {
+                Ok(value) => {
+                    tracing::debug!(%image, credential = ?who, "registry accepted credential");
+                    return Ok((Authorized { client, auth: who }, value));
+                }
+                Err(failure) if failure.is_auth_related() => failures.push((who, failure)),
+                Err(failure) => {
+                    return Err(failure.into_error(
+                        operation,
+                        &image.to_string(),
+                        image.registry(),
+                        tried(&failures, keyring),
+                    ));
+                }
+            }
+        }
+        let tried = tried(&failures, keyring);
+        let worst = failures
+            .into_iter()
+            .map(|(_, failure)| failure)
+            .max_by_key(Failure::rank)
+            .unwrap_or(Failure::Unauthorized(String::new()));
+        Err(worst.into_error(operation, &image.to_string(), image.registry(), tried))
+    }
+
+    /// Resolves `image` to the digest of its manifest (or index) with a HEAD request. A pinned
+    /// reference is still checked against the registry.
+    pub async fn resolve_digest(
+        &self,
+        image: &ImageRef,
+        keyring: &Keyring,
+    ) -> Result<Digest, RegistryError> {
+        Ok(self.check_pullable(image, keyring).await?.digest)
+    }
+
+    /// Checks that the kubelet's credentials for `image` can read its manifest, and reports
+    /// which credential worked — or that none matched and anonymous access was enough.
+    pub async fn check_pullable(
+        &self,
+        image: &ImageRef,
+        keyring: &Keyring,
+    ) -> Result<PullCheck, RegistryError> {
+        let reference = image.as_oci().clone();
+        let (authorized, digest) = self
+            .authorize(image, keyring, Operation::Pull, |client| {
+                let reference = reference.clone();
+                async move {
+                    client
+                        .fetch_manifest_digest(&reference, &RegistryAuth::Anonymous)
+                        .await
+                        .map_err(classify)
+                }
+            })
+            .await?;
+        let digest = digest
+            .parse::<Digest>()
+            .map_err(|e| RegistryError::Server {
+                operation: Operation::Pull,
+                image: image.to_string(),
+                registry: image.registry().to_owned(),
+                detail: format!("registry sent an unusable digest: {e}"),
+            })?;
+        if let Some(pinned) = image.digest()
+            && pinned != digest
+        {
+            return Err(RegistryError::DigestMismatch {
+                operation: Operation::Pull,
+                image: image.to_string(),
+                what: "manifest".to_owned(),
+                expected: pinned.to_string(),
+                actual: digest.to_string(),
+            });
+        }
+        Ok(PullCheck {
+            digest,
+            auth: authorized.auth,
+        })
+    }
+
+    /// A per-digest lock so concurrent fetches of one image unpack it once.
+    pub(crate) fn lock_for(&self, digest: &Digest) -> Arc<tokio::sync::Mutex<()>> {
+        let mut inflight = match self.inflight.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // Forget locks nobody holds any more, so the map stays small.
+        inflight.retain(|_, lock| Arc::strong_count(lock) > 1);
+        inflight.entry(digest.clone()).or_default().clone()
+    }
+}
+
+fn tried(failures: &[(PullAuth, Failure)], keyring: &Keyring) -> Tried {
+    let secrets: Vec<(String, &'static str)> = failures
+        .iter()
+        .filter_map(|(who, failure)| match who {
+            PullAuth::Secret(name) => Some((name.clone(), failure.outcome())),
+            PullAuth::AnonymousNoMatch => None,
+        })
+        .collect();
+    if secrets.is_empty() {
+        Tried::Anonymous {
+            available: keyring
+                .secret_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        }
+    } else {
+        Tried::Secrets(secrets)
+    }
+}

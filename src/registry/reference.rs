@@ -1,0 +1,152 @@
+//! Image references (`host[:port]/repo[:tag][@digest]`), normalised the way Docker does it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::digest::Digest;
+
+/// A parsed image reference.
+///
+/// `busybox` means `docker.io/library/busybox:latest`; a reference with a digest is *pinned*.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ImageRef {
+    inner: oci_client::Reference,
+}
+
+/// Why a string is not an image reference.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?} is not a valid image reference: {reason}")]
+pub struct ReferenceError {
+    text: String,
+    reason: String,
+}
+
+impl ReferenceError {
+    /// A bounded label for metrics and condition reasons.
+    pub fn kind(&self) -> &'static str {
+        "invalid_reference"
+    }
+}
+
+impl ImageRef {
+    /// The registry host as written (`docker.io` for Docker Hub images), with its port if any.
+    pub fn registry(&self) -> &str {
+        self.inner.registry()
+    }
+
+    /// The repository path, e.g. `library/busybox`.
+    pub fn repository(&self) -> &str {
+        self.inner.repository()
+    }
+
+    /// The tag, if any (`latest` is filled in when neither tag nor digest was given).
+    pub fn tag(&self) -> Option<&str> {
+        self.inner.tag()
+    }
+
+    /// The pinned digest, if any.
+    pub fn digest(&self) -> Option<Digest> {
+        // The digest was validated at parse time; an algorithm we cannot verify (sha384) is
+        // treated as "not pinned" and re-resolved.
+        self.inner.digest().and_then(|d| d.parse().ok())
+    }
+
+    /// The same repository pinned to `digest` (the tag is dropped).
+    pub fn with_digest(&self, digest: &Digest) -> ImageRef {
+        ImageRef {
+            inner: oci_client::Reference::with_digest(
+                self.inner.registry().to_owned(),
+                self.inner.repository().to_owned(),
+                digest.to_string(),
+            ),
+        }
+    }
+
+    /// The reference in the form oci-client expects.
+    pub(crate) fn as_oci(&self) -> &oci_client::Reference {
+        &self.inner
+    }
+
+    /// `true` when the registry host is a loopback address (`127.x`, `[::1]`, `localhost`).
+    pub fn is_loopback(&self) -> bool {
+        is_loopback_host(self.registry())
+    }
+}
+
+/// `true` when `host_port` (`host`, `host:port` or `[v6]:port`) names the loopback interface.
+pub fn is_loopback_host(host_port: &str) -> bool {
+    let host = if let Some(rest) = host_port.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+impl FromStr for ImageRef {
+    type Err = ReferenceError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let inner = oci_client::Reference::from_str(text).map_err(|e| ReferenceError {
+            text: text.to_owned(),
+            reason: e.to_string(),
+        })?;
+        if let Some(digest) = inner.digest() {
+            digest.parse::<Digest>().map_err(|e| ReferenceError {
+                text: text.to_owned(),
+                reason: e.to_string(),
+            })?;
+        }
+        Ok(ImageRef { inner })
+    }
+}
+
+impl fmt::Display for ImageRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.inner.whole())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docker_hub_short_names_are_normalised() {
+        let image: ImageRef = "busybox".parse().unwrap();
+        assert_eq!(image.registry(), "docker.io");
+        assert_eq!(image.repository(), "library/busybox");
+        assert_eq!(image.tag(), Some("latest"));
+        assert!(image.digest().is_none());
+    }
+
+    #[test]
+    fn host_port_and_digest() {
+        let text = format!("127.0.0.1:5000/catalogs/x@sha256:{}", "b".repeat(64));
+        let image: ImageRef = text.parse().unwrap();
+        assert_eq!(image.registry(), "127.0.0.1:5000");
+        assert_eq!(image.repository(), "catalogs/x");
+        assert!(image.digest().is_some());
+        assert!(image.is_loopback());
+        assert_eq!(image.to_string(), text);
+    }
+
+    #[test]
+    fn loopback_detection() {
+        assert!(is_loopback_host("localhost:5000"));
+        assert!(is_loopback_host("[::1]:5000"));
+        assert!(is_loopback_host("127.0.0.2"));
+        assert!(!is_loopback_host("registry.example.com:5000"));
+        assert!(!is_loopback_host("10.0.0.1:5000"));
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        let err = "Not A Ref!".parse::<ImageRef>().unwrap_err();
+        assert!(err.to_string().contains("not a valid image reference"));
+    }
+}
