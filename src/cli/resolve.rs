@@ -5,15 +5,10 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::CliResult;
-use super::catalog::{Output, load_catalog, write_stdout};
+use super::catalog::{load_catalog, write_stdout};
 use crate::resolve::{Resolution, ResolveRequest, resolve};
 
-/// Shows the bundle opcat would install next, the way a Subscription resolves.
-///
-/// Without --installed: the head of the channel (or --starting-csv). With --installed: the
-/// upgrade, i.e. the entry closest to the channel head that replaces or skips the installed
-/// CSV or whose skipRange contains its version; "already at latest" when there is none.
-/// Exits 1 when the package, channel or starting CSV does not exist or the catalog is invalid.
+/// Arguments of `opcat resolve`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The catalog: a directory or a single YAML or JSON file.
@@ -25,7 +20,9 @@ pub struct Args {
     /// Channel (Subscription `spec.channel`); default: the package's default channel.
     #[arg(long, value_name = "CHANNEL")]
     pub channel: Option<String>,
-    /// The installed CSV (Subscription `status.installedCSV`): resolve an upgrade from it.
+    /// The installed CSV (Subscription `status.installedCSV`): resolve the upgrade from it,
+    /// i.e. the entry closest to the channel head that replaces or skips it or whose skipRange
+    /// contains its version. Without it: a first install (the channel head).
     #[arg(long, value_name = "CSV", conflicts_with = "starting_csv")]
     pub installed: Option<String>,
     /// Version of the installed CSV, when the catalog no longer lists it (used for skipRange).
@@ -35,8 +32,18 @@ pub struct Args {
     #[arg(long, value_name = "CSV")]
     pub starting_csv: Option<String>,
     /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Output::Text)]
-    pub output: Output,
+    #[arg(short, long, value_enum, default_value_t = ResolveOutput::Text)]
+    pub output: ResolveOutput,
+}
+
+/// Output format of `opcat resolve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ResolveOutput {
+    /// `key: value` lines, or a sentence when already at the latest version.
+    #[default]
+    Text,
+    /// One JSON object with `result` = `install` or `at-latest`.
+    Json,
 }
 
 #[derive(Serialize)]
@@ -94,12 +101,12 @@ pub async fn execute(args: Args) -> CliResult {
         },
     };
     let text = match args.output {
-        Output::Json => {
+        ResolveOutput::Json => {
             let mut text = serde_json::to_string_pretty(&json)?;
             text.push('\n');
             text
         }
-        Output::Text => match json {
+        ResolveOutput::Text => match json {
             ResolutionJson::Install {
                 package,
                 channel,

@@ -474,6 +474,19 @@ pub(crate) fn parse_blob_with_keys(json: &str, keys: &[TopKey]) -> Result<Blob, 
     } else {
         meta_from_top_keys(json, keys)?
     };
+    match typed(json, &meta) {
+        // Go keeps the last of duplicate keys; serde's derived structs refuse them. Retry once
+        // with the JSON rewritten through a map (last key wins at every level).
+        Err(e) if e.to_string().contains("duplicate field `") => {
+            let value: serde_json::Value =
+                serde_json::from_str(json).map_err(|e| BlobError::NotAnObject(e.to_string()))?;
+            typed(&value.to_string(), &meta)
+        }
+        result => result,
+    }
+}
+
+fn typed(json: &str, meta: &MetaKeys) -> Result<Blob, BlobError> {
     let schema = meta.schema.clone().unwrap_or_default();
     let package = meta.package.clone();
     let name = meta.name.clone();
@@ -720,6 +733,21 @@ mod tests {
             r#"parse properties for bundle "b": parse property[0] of type "olm.foo": unexpected end of JSON input"#
         );
         assert!(parse_blob("[1]").is_err());
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_like_go() {
+        let Blob::Bundle(b) = parse_blob(
+            r#"{"schema":"olm.bundle","name":"b","name":"b2","properties":[{"type":"olm.package.required","value":{"packageName":"x","packageName":"bar","versionRange":"<1.0.0"}}]}"#,
+        )
+        .unwrap() else {
+            panic!("not a bundle")
+        };
+        assert_eq!(b.name, "b2");
+        let Property::PackageRequired(required) = &b.properties[0] else {
+            panic!("{:?}", b.properties)
+        };
+        assert_eq!(required.package_name, "bar");
     }
 
     #[test]
