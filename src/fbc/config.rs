@@ -156,9 +156,13 @@ fn parse_yaml_stream(text: &str) -> Vec<Item> {
 fn parse_json_stream(text: &str) -> Vec<Item> {
     let mut items = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
+    // Line numbers for messages, counted incrementally (documents can be many).
+    let (mut counted_to, mut line) = (0, 1);
     loop {
         let start = stream.byte_offset();
-        let line = line_of(text, start + leading_ws(&text[start..]));
+        let start = (start + leading_ws(&text[start..])).min(text.len());
+        line += memchr::memchr_iter(b'\n', &text.as_bytes()[counted_to..start]).count();
+        counted_to = start;
         match stream.next() {
             None => break,
             Some(Ok(raw)) => items.push(blob::parse_blob(raw.get()).map_err(|e| (line, e.into()))),
@@ -174,10 +178,6 @@ fn parse_json_stream(text: &str) -> Vec<Item> {
 
 fn leading_ws(s: &str) -> usize {
     s.len() - s.trim_start().len()
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    1 + memchr::memchr_iter(b'\n', &text.as_bytes()[..offset.min(text.len())]).count()
 }
 
 #[cfg(test)]

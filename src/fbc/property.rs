@@ -398,7 +398,16 @@ where
 /// The data of a `{"data":"..."}` value without escapes, read without a JSON parser (bundle
 /// objects are most of a large catalog's bytes).
 fn plain_data(text: &str) -> Option<&str> {
-    let inner = text.strip_prefix("{\"data\":\"")?.strip_suffix("\"}")?;
+    let ws: &[char] = &[' ', '\n', '\r', '\t'];
+    let rest = text.strip_prefix('{')?.trim_start_matches(ws);
+    let rest = rest.strip_prefix("\"data\"")?.trim_start_matches(ws);
+    let rest = rest.strip_prefix(':')?.trim_start_matches(ws);
+    let inner = rest.strip_prefix('"')?;
+    let inner = inner
+        .trim_end_matches(ws)
+        .strip_suffix('}')?
+        .trim_end_matches(ws)
+        .strip_suffix('"')?;
     memchr::memchr2(b'"', b'\\', inner.as_bytes())
         .is_none()
         .then_some(inner)
@@ -560,6 +569,30 @@ mod tests {
         let manifest = object.manifest().unwrap();
         assert_eq!(manifest["kind"], "ClusterServiceVersion");
         assert_eq!(manifest["metadata"]["name"], "foo");
+    }
+
+    #[test]
+    fn bundle_object_data_is_read_directly_when_plain() {
+        assert_eq!(plain_data(r#"{"data":"Zm9v"}"#), Some("Zm9v"));
+        assert_eq!(plain_data("{\n    \"data\": \"Zm9v\"\n}"), Some("Zm9v"));
+        assert_eq!(
+            plain_data(r#"{"data":"Zm\u0039v"}"#),
+            None,
+            "escapes go through serde"
+        );
+        assert_eq!(
+            plain_data(r#"{"data":"Zm9v","x":"y"}"#),
+            None,
+            "other keys go through serde"
+        );
+        let p =
+            Property::parse("olm.bundle.object", Some(&raw(r#"{"data":"Zm\u0039v"}"#))).unwrap();
+        assert_eq!(
+            p,
+            Property::BundleObject(BundleObject {
+                data: "Zm9v".into()
+            })
+        );
     }
 
     #[test]

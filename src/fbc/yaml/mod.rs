@@ -16,6 +16,8 @@
 
 mod fast;
 mod full;
+#[cfg(test)]
+mod random_tests;
 pub(crate) mod scalar;
 
 pub(crate) use fast::TopKey;
