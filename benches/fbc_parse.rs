@@ -2,6 +2,9 @@
 //! with base64 bundle objects and CSV metadata, and the same catalog as a JSON stream.
 //! `scripts/bench-catalog.sh` is the end-to-end benchmark against real catalogs.
 
+// A benchmark crate: a failed expectation aborts the benchmark, which is what we want.
+#![allow(clippy::expect_used)]
+
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::Path;
@@ -22,7 +25,7 @@ fn generated_yaml(bundles: usize) -> String {
         "---\nschema: olm.package\nname: gen\ndefaultChannel: stable\n---\nschema: olm.channel\npackage: gen\nname: stable\nentries:\n",
     );
     for i in 0..bundles {
-        let _ = write!(out, "- name: gen.v1.0.{i}\n");
+        let _ = writeln!(out, "- name: gen.v1.0.{i}");
         if i > 0 {
             let _ = write!(
                 out,
