@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use super::blob::ChannelEntry;
 use super::model::{Catalog, Channel, Package};
 
 /// The requested package does not exist.
@@ -178,25 +179,16 @@ pub struct ChannelJson {
     pub entries: Vec<EntryJson>,
 }
 
-/// One channel entry in [`ListJson`].
+/// One channel entry in [`ListJson`]: the entry's fields plus its bundle's.
 #[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct EntryJson {
-    /// Bundle name.
-    pub name: String,
+    /// The channel entry (name, replaces, skips, skipRange).
+    #[serde(flatten)]
+    pub entry: ChannelEntry,
     /// Bundle version (with release, if any).
     pub version: String,
     /// Bundle image.
     pub image: String,
-    /// Replaced bundle.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replaces: Option<String>,
-    /// Skipped bundles.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub skips: Vec<String>,
-    /// Skip range.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub skip_range: Option<String>,
     /// Deprecation message, if deprecated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deprecation: Option<String>,
@@ -218,12 +210,9 @@ fn channel_json(package: &Package, channel: &Channel) -> ChannelJson {
             .map(|e| {
                 let bundle = package.bundle(&e.name);
                 EntryJson {
-                    name: e.name.clone(),
+                    entry: e.clone(),
                     version: bundle.map(|b| b.version_string()).unwrap_or_default(),
                     image: bundle.map(|b| b.image.clone()).unwrap_or_default(),
-                    replaces: e.replaces.clone(),
-                    skips: e.skips.clone(),
-                    skip_range: e.skip_range.clone(),
                     deprecation: bundle.and_then(|b| b.deprecation.clone()),
                 }
             })

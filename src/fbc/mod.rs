@@ -13,9 +13,11 @@
 pub mod base64;
 pub mod blob;
 mod config;
+mod csv_metadata;
 pub mod image_ref;
 pub mod list;
 mod load;
+mod meta_keys;
 mod model;
 mod problem;
 pub mod property;

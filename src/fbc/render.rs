@@ -9,8 +9,10 @@
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 
-use serde::Serialize;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 
+use super::blob::{BundleBlob, ChannelBlob, DeprecationsBlob, Meta, PackageBlob, schemas};
 use super::config::DeclarativeConfig;
 
 fn write_blob<W: Write, T: Serialize>(out: &mut W, blob: &T) -> io::Result<()> {
@@ -67,6 +69,78 @@ pub fn render<W: Write>(config: &DeclarativeConfig, out: &mut W) -> io::Result<(
         write_blob(out, other)?;
     }
     Ok(())
+}
+
+// Serialisation, for `catalog render`: Go's field order and `omitempty` rules.
+
+impl Serialize for PackageBlob {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Package", 6)?;
+        s.serialize_field("schema", schemas::PACKAGE)?;
+        s.serialize_field("name", &self.name)?;
+        s.serialize_field("defaultChannel", &self.default_channel)?;
+        if let Some(icon) = &self.icon {
+            s.serialize_field("icon", icon)?;
+        }
+        if !self.description.is_empty() {
+            s.serialize_field("description", &self.description)?;
+        }
+        if !self.properties.is_empty() {
+            s.serialize_field("properties", &self.properties)?;
+        }
+        s.end()
+    }
+}
+
+impl Serialize for ChannelBlob {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Channel", 5)?;
+        s.serialize_field("schema", schemas::CHANNEL)?;
+        s.serialize_field("name", &self.name)?;
+        s.serialize_field("package", &self.package)?;
+        s.serialize_field("entries", &self.entries)?;
+        if !self.properties.is_empty() {
+            s.serialize_field("properties", &self.properties)?;
+        }
+        s.end()
+    }
+}
+
+impl Serialize for BundleBlob {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Bundle", 6)?;
+        s.serialize_field("schema", schemas::BUNDLE)?;
+        if !self.name.is_empty() {
+            s.serialize_field("name", &self.name)?;
+        }
+        if !self.package.is_empty() {
+            s.serialize_field("package", &self.package)?;
+        }
+        s.serialize_field("image", &self.image)?;
+        if !self.properties.is_empty() {
+            s.serialize_field("properties", &self.properties)?;
+        }
+        if !self.related_images.is_empty() {
+            s.serialize_field("relatedImages", &self.related_images)?;
+        }
+        s.end()
+    }
+}
+
+impl Serialize for DeprecationsBlob {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Deprecation", 3)?;
+        s.serialize_field("schema", schemas::DEPRECATIONS)?;
+        s.serialize_field("package", &self.package)?;
+        s.serialize_field("entries", &self.entries)?;
+        s.end()
+    }
+}
+
+impl Serialize for Meta {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.blob.serialize(serializer)
+    }
 }
 
 #[cfg(test)]
