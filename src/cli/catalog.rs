@@ -1,14 +1,160 @@
-//! `opcat catalog ...`
-use super::CliResult;
+//! `opcat catalog ...`: validate, list and render file-based catalogs.
+//!
+//! Every subcommand reads its catalog through [`load_source`], the one place that turns a
+//! SOURCE argument into catalog content.
 
+use std::io::Write;
+use std::process::ExitCode;
+
+use super::CliResult;
+use crate::fbc::{self, Catalog, DeclarativeConfig, LoadError};
+
+/// Subcommands of `opcat catalog`.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
+    /// Check a catalog with the rules of `opm validate` and print every problem.
+    ///
+    /// Exits 0 when the catalog is valid, 1 when it is not (all problems on stderr, as a tree:
+    /// package, then channel or bundle, then the problem).
+    Validate(SourceArgs),
+    /// List the packages, channels or bundles of a catalog.
+    ///
+    /// The text output has the columns of `opm alpha list`; `channels` shows each channel's
+    /// head (decided by the upgrade graph, not by version numbers).
+    List(ListArgs),
+    /// Print the catalog as a stream of JSON blobs, like `opm render`.
+    Render(SourceArgs),
     /// Build a catalog image from a directory and push it to a registry.
     Push(super::catalog_push::Args),
 }
 
+/// A catalog to read.
+#[derive(Debug, clap::Args)]
+pub struct SourceArgs {
+    /// The catalog: a directory (every file in it is read, except those matched by
+    /// `.indexignore` files) or a single YAML or JSON file.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+}
+
+/// What `catalog list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListKind {
+    /// Packages with their display name and default channel.
+    Packages,
+    /// Channels with their head bundle.
+    Channels,
+    /// Channel entries with their upgrade edges and image.
+    Bundles,
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Output {
+    /// Aligned columns (byte-identical to `opm alpha list`).
+    #[default]
+    Text,
+    /// One JSON document: packages, their channels (with head) and entries.
+    Json,
+}
+
+/// Arguments of `catalog list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// What to list.
+    #[arg(value_enum)]
+    pub kind: ListKind,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Only this package.
+    #[arg(long, value_name = "PACKAGE")]
+    pub package: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// Runs a `catalog` subcommand.
 pub async fn execute(command: Command) -> CliResult {
     match command {
+        Command::Validate(args) => validate(args).await,
+        Command::List(args) => list(args).await,
+        Command::Render(args) => render(args).await,
         Command::Push(args) => super::catalog_push::execute(args).await,
+    }
+}
+
+/// Reads the catalog named by SOURCE (a directory or a file).
+pub async fn load_source(source: &str) -> Result<DeclarativeConfig, LoadError> {
+    let path = std::path::PathBuf::from(source);
+    tokio::task::spawn_blocking(move || fbc::load(&path))
+        .await
+        .map_err(|e| LoadError::Walk {
+            path: source.into(),
+            message: format!("loader task failed: {e}"),
+        })?
+}
+
+/// Reads and validates the catalog named by SOURCE; on invalid content prints the problems
+/// and returns the exit code to use.
+pub(super) async fn load_catalog(
+    source: &str,
+) -> Result<Result<Catalog, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
+    let config = load_source(source).await?;
+    match Catalog::new(config) {
+        Ok(catalog) => Ok(Ok(catalog)),
+        Err(problems) => {
+            eprintln!("{problems}");
+            Ok(Err(ExitCode::FAILURE))
+        }
+    }
+}
+
+async fn validate(args: SourceArgs) -> CliResult {
+    let config = load_source(&args.source).await?;
+    match fbc::validate(&config) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(problems) => {
+            eprintln!("{problems}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn list(args: ListArgs) -> CliResult {
+    let catalog = match load_catalog(&args.source.source).await? {
+        Ok(catalog) => catalog,
+        Err(code) => return Ok(code),
+    };
+    let package = args.package.as_deref();
+    let text = match args.output {
+        Output::Text => match args.kind {
+            ListKind::Packages => fbc::list::packages_text(&catalog, package)?,
+            ListKind::Channels => fbc::list::channels_text(&catalog, package)?,
+            ListKind::Bundles => fbc::list::bundles_text(&catalog, package)?,
+        },
+        Output::Json => {
+            let mut json = serde_json::to_string_pretty(&fbc::list::to_json(&catalog, package)?)?;
+            json.push('\n');
+            json
+        }
+    };
+    write_stdout(text.as_bytes())
+}
+
+async fn render(args: SourceArgs) -> CliResult {
+    let config = load_source(&args.source).await?;
+    let mut out = Vec::new();
+    fbc::render::render(&config, &mut out)?;
+    write_stdout(&out)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+pub(super) fn write_stdout(bytes: &[u8]) -> CliResult {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e.into()),
     }
 }
