@@ -226,3 +226,31 @@ fn a_missing_source_is_a_read_error() {
     assert_eq!(error.kind(), "read");
     assert!(error.to_string().contains("/nonexistent/catalog"));
 }
+
+#[test]
+fn a_catalog_can_be_shared_between_threads() {
+    // The controller keeps one catalog per image digest behind an Arc and resolves from many
+    // reconcilers at once.
+    fn shareable<T: Send + Sync + 'static>(_: &T) {}
+    let catalog = Catalog::load(&fixture("basic")).unwrap();
+    shareable(&catalog);
+    let catalog = std::sync::Arc::new(catalog);
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let catalog = std::sync::Arc::clone(&catalog);
+            std::thread::spawn(move || {
+                catalog
+                    .package("example-operator")
+                    .unwrap()
+                    .default_channel()
+                    .unwrap()
+                    .head()
+                    .name
+                    .clone()
+            })
+        })
+        .collect();
+    for handle in handles {
+        assert_eq!(handle.join().unwrap(), "example-operator.v1.2.0");
+    }
+}

@@ -266,6 +266,14 @@ fn channel_graphs() {
 
 #[test]
 fn channel_entries() {
+    // Bundle/Error/NoName: an entry without a name.
+    let mut blobs = valid_foo();
+    blobs[1] = channel(
+        "foo",
+        "alpha",
+        json!([{"name": "foo.v0.1.0"}, {"name": "", "replaces": "foo.v0.1.0"}]),
+    );
+    assert_problem(&blobs, "name must be set");
     // Bundle/Error/EmptySkipsValue
     let mut blobs = valid_foo();
     blobs[1] = channel(

@@ -298,6 +298,19 @@ struct DeprecationsIn {
     entries: Vec<DeprecationEntry>,
 }
 
+/// Types a blob's properties; errors name the blob (`parse properties for bundle "x": ...`).
+fn typed_properties(
+    kind: &'static str,
+    name: &str,
+    raw: Option<Vec<RawProperty<'_>>>,
+) -> Result<Vec<Property>, BlobError> {
+    property::parse_all(raw.unwrap_or_default()).map_err(|message| BlobError::Property {
+        kind,
+        name: name.to_owned(),
+        message,
+    })
+}
+
 fn non_empty(s: String) -> Option<String> {
     if s.is_empty() { None } else { Some(s) }
 }
@@ -354,14 +367,7 @@ fn typed(json: &str, meta: &MetaKeys) -> Result<Blob, BlobError> {
             if let Some(icon) = &p.icon {
                 base64::validate(&icon.base64data).map_err(BlobError::Icon)?;
             }
-            let properties =
-                property::parse_all(p.properties.unwrap_or_default()).map_err(|message| {
-                    BlobError::Property {
-                        kind: "package",
-                        name: name.clone(),
-                        message,
-                    }
-                })?;
+            let properties = typed_properties("package", &name, p.properties)?;
             Blob::Package(PackageBlob {
                 name,
                 default_channel: p.default_channel,
@@ -373,14 +379,7 @@ fn typed(json: &str, meta: &MetaKeys) -> Result<Blob, BlobError> {
         schemas::CHANNEL => {
             let c: ChannelIn<'_> = serde_json::from_str(json).map_err(shape("channel"))?;
             let name = name.unwrap_or(c.name);
-            let properties =
-                property::parse_all(c.properties.unwrap_or_default()).map_err(|message| {
-                    BlobError::Property {
-                        kind: "channel",
-                        name: name.clone(),
-                        message,
-                    }
-                })?;
+            let properties = typed_properties("channel", &name, c.properties)?;
             Blob::Channel(ChannelBlob {
                 package: package.unwrap_or(c.package),
                 name,
@@ -400,14 +399,7 @@ fn typed(json: &str, meta: &MetaKeys) -> Result<Blob, BlobError> {
         schemas::BUNDLE => {
             let b: BundleIn<'_> = serde_json::from_str(json).map_err(shape("bundle"))?;
             let name = name.unwrap_or(b.name);
-            let properties =
-                property::parse_all(b.properties.unwrap_or_default()).map_err(|message| {
-                    BlobError::Property {
-                        kind: "bundle",
-                        name: name.clone(),
-                        message,
-                    }
-                })?;
+            let properties = typed_properties("bundle", &name, b.properties)?;
             Blob::Bundle(BundleBlob {
                 package: package.unwrap_or(b.package),
                 name,

@@ -196,6 +196,9 @@ fn check_channel<'a>(
     }
     for entry in &channel.entries {
         let mut entry_problems = Vec::new();
+        if entry.name.is_empty() {
+            entry_problems.push(Problem::leaf("name must be set"));
+        }
         for (i, skip) in entry.skips.iter().enumerate() {
             if skip.is_empty() {
                 entry_problems.push(Problem::leaf(format!("skip[{i}] is empty")));
