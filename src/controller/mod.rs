@@ -3,5 +3,17 @@
 //! Kubernetes API.
 
 pub mod apply;
+pub mod backoff;
+pub mod catalog_source;
+pub mod catalogs;
+pub mod clock;
+pub mod context;
+pub mod csv;
 pub mod drift;
+pub mod install_plan;
+pub mod keys;
+pub mod manager;
 pub mod resources;
+pub mod source_secrets;
+pub mod stores;
+pub mod subscription;

@@ -1,0 +1,74 @@
+//! The catalogs opcat has loaded, in memory, keyed by CatalogSource. The CatalogSource
+//! reconciler is the only writer; the Subscription reconciler reads.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::fbc::Catalog;
+use crate::registry::Digest;
+
+/// A catalog image, resolved, verified, unpacked, parsed and validated.
+#[derive(Debug)]
+pub struct LoadedCatalog {
+    /// The digest the image resolved to.
+    pub digest: Digest,
+    /// The image reference as written in the CatalogSource.
+    pub image: String,
+    /// The validated catalog.
+    pub catalog: Catalog,
+    /// When it was loaded.
+    pub loaded_at: Timestamp,
+}
+
+/// `(namespace, name)` of a CatalogSource.
+pub type CatalogKey = (String, String);
+
+/// Loaded catalogs by CatalogSource.
+#[derive(Debug, Default)]
+pub struct CatalogIndex {
+    catalogs: RwLock<HashMap<CatalogKey, Arc<LoadedCatalog>>>,
+}
+
+impl CatalogIndex {
+    /// The catalog loaded for the CatalogSource `namespace/name`.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<LoadedCatalog>> {
+        let catalogs = self.catalogs.read().ok()?;
+        catalogs
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// Replaces the catalog of a CatalogSource.
+    pub fn insert(&self, namespace: &str, name: &str, catalog: Arc<LoadedCatalog>) {
+        if let Ok(mut catalogs) = self.catalogs.write() {
+            catalogs.insert((namespace.to_owned(), name.to_owned()), catalog);
+        }
+    }
+
+    /// Forgets a CatalogSource (deleted, or no longer servable).
+    pub fn remove(&self, namespace: &str, name: &str) {
+        if let Ok(mut catalogs) = self.catalogs.write() {
+            catalogs.remove(&(namespace.to_owned(), name.to_owned()));
+        }
+    }
+
+    /// Number of loaded catalogs and the total number of bundles in them (for metrics).
+    pub fn sizes(&self) -> (usize, usize) {
+        let Ok(catalogs) = self.catalogs.read() else {
+            return (0, 0);
+        };
+        let bundles = catalogs
+            .values()
+            .map(|loaded| {
+                loaded
+                    .catalog
+                    .packages()
+                    .map(|package| package.bundles().count())
+                    .sum::<usize>()
+            })
+            .sum();
+        (catalogs.len(), bundles)
+    }
+}

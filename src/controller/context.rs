@@ -1,0 +1,131 @@
+//! What every reconciler shares: the client, the registry, the loaded catalogs, the watch stores,
+//! the clock, settings, the event recorder and failure counters.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+use super::backoff::Backoffs;
+use super::catalogs::CatalogIndex;
+use super::clock::Clock;
+use super::resources::Resources;
+use super::source_secrets::SourceSecrets;
+use super::stores::{Scope, Stores};
+use crate::registry::Registry;
+
+/// Name under which opcat reports events.
+pub const REPORTER: &str = "opcat";
+
+/// Tunables of the controller manager.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Which namespaces to watch.
+    pub scope: Scope,
+    /// Poll interval for CatalogSources whose `registryPoll.interval` is invalid (OLM: 15m).
+    pub invalid_poll_interval: Duration,
+    /// Fixed requeue for expected waits (catalog not ready yet, Deployments becoming
+    /// available, approval pending): DESIGN invariant 7.
+    pub wait_requeue: Duration,
+    /// How often a converged object is looked at again without any event.
+    pub resync: Duration,
+    /// Maximum parallel reconciles per controller.
+    pub concurrency: u16,
+    /// Pod name, for events (`reportingInstance`).
+    pub instance: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            scope: Scope::Cluster,
+            invalid_poll_interval: Duration::from_secs(15 * 60),
+            wait_requeue: Duration::from_secs(10),
+            resync: Duration::from_secs(10 * 60),
+            concurrency: 8,
+            instance: None,
+        }
+    }
+}
+
+/// Shared state of the reconcilers.
+pub struct Context {
+    pub client: Client,
+    pub registry: Arc<Registry>,
+    pub catalogs: CatalogIndex,
+    pub resources: Resources,
+    pub stores: Stores,
+    pub source_secrets: SourceSecrets,
+    pub clock: Arc<dyn Clock>,
+    pub settings: Settings,
+    pub recorder: Recorder,
+    pub backoffs: Backoffs,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        registry: Arc<Registry>,
+        stores: Stores,
+        clock: Arc<dyn Clock>,
+        settings: Settings,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: REPORTER.to_owned(),
+            instance: settings.instance.clone(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            resources: Resources::new(client.clone()),
+            client,
+            registry,
+            catalogs: CatalogIndex::default(),
+            stores,
+            source_secrets: SourceSecrets::default(),
+            clock,
+            settings,
+            backoffs: Backoffs::default(),
+        }
+    }
+
+    /// Publishes an event about `regarding`. A failure to publish is logged, never fatal:
+    /// events are for humans, the object's status is the contract.
+    pub async fn event(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: Option<String>,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: note.map(|note| truncate(note, 1024)),
+            action: action.to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, regarding).await {
+            tracing::warn!(
+                reason,
+                object = regarding.name.as_deref().unwrap_or_default(),
+                error = %crate::cli::error_chain(&error),
+                "cannot publish event"
+            );
+        }
+    }
+}
+
+/// Cuts `text` to at most `max` bytes at a character boundary.
+pub fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}

@@ -1,0 +1,246 @@
+//! Shared watches: one watch per kind, feeding an in-memory store that every reconciler reads
+//! and a stream every interested controller subscribes to (what controller-runtime's shared
+//! informer cache does). Watches are narrow (DESIGN invariant 11): objects opcat creates are
+//! selected by label, Secrets are never watched wholesale (copies by label here, sources by name in
+//! [`super::source_secrets`]), Namespaces as metadata only.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, PartialObjectMeta};
+use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::api::{
+    CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, MANAGED_LABEL_VALUE,
+    OperatorGroup, Subscription,
+};
+use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+
+/// How many watch events a slow subscriber may lag behind before the watch waits for it.
+const SUBSCRIBER_BUFFER: usize = 1024;
+
+/// Which namespaces opcat watches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// Every namespace (the default).
+    #[default]
+    Cluster,
+    /// One namespace only (`opcat run --namespace`).
+    Namespace(String),
+}
+
+impl Scope {
+    fn api<K>(&self, client: &Client) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        match self {
+            Scope::Cluster => Api::all(client.clone()),
+            Scope::Namespace(namespace) => Api::namespaced(client.clone(), namespace),
+        }
+    }
+}
+
+/// Label selector of objects opcat created (CSVs, InstallPlans, Deployments, RBAC, ...).
+pub fn created_by_opcat() -> String {
+    format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+}
+
+/// Label selector of opcat's pull-secret copies.
+pub fn pull_secret_copies() -> String {
+    format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}")
+}
+
+/// One shared watch: its store, and the writer that subscribers subscribe to before it runs.
+pub struct Shared<K: Resource + Clone + 'static>
+where
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    store: Store<K>,
+    writer: Writer<K>,
+}
+
+impl<K> Shared<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+{
+    fn new() -> Self {
+        let (store, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
+        Self { store, writer }
+    }
+
+    /// The store (cheap to clone).
+    pub fn store(&self) -> Store<K> {
+        self.store.clone()
+    }
+
+    /// A stream of every object the watch sees, for a controller's trigger.
+    pub fn subscribe(&self) -> ReflectHandle<K> {
+        // `subscribe` only returns None for writers created without a buffer; `new` always
+        // creates a shared one.
+        self.writer
+            .subscribe()
+            .unwrap_or_else(|| unreachable!("shared writers always accept subscribers"))
+    }
+}
+
+/// The readers every reconciler uses.
+#[derive(Clone)]
+pub struct Stores {
+    pub catalog_sources: Store<CatalogSource>,
+    pub subscriptions: Store<Subscription>,
+    pub csvs: Store<ClusterServiceVersion>,
+    pub install_plans: Store<InstallPlan>,
+    pub operator_groups: Store<OperatorGroup>,
+    pub deployments: Store<Deployment>,
+    pub copies: Store<Secret>,
+    pub namespaces: Store<PartialObjectMeta<Namespace>>,
+}
+
+impl Stores {
+    /// Waits until every watch has listed once (readiness).
+    pub async fn wait_until_ready(&self) -> Result<(), reflector::store::WriterDropped> {
+        self.catalog_sources.wait_until_ready().await?;
+        self.subscriptions.wait_until_ready().await?;
+        self.csvs.wait_until_ready().await?;
+        self.install_plans.wait_until_ready().await?;
+        self.operator_groups.wait_until_ready().await?;
+        self.deployments.wait_until_ready().await?;
+        self.copies.wait_until_ready().await?;
+        self.namespaces.wait_until_ready().await
+    }
+}
+
+/// All shared watches. Controllers subscribe first; then [`Reflectors::drive`] starts the
+/// watches.
+pub struct Reflectors {
+    client: Client,
+    scope: Scope,
+    pub catalog_sources: Shared<CatalogSource>,
+    pub subscriptions: Shared<Subscription>,
+    pub csvs: Shared<ClusterServiceVersion>,
+    pub install_plans: Shared<InstallPlan>,
+    pub operator_groups: Shared<OperatorGroup>,
+    pub deployments: Shared<Deployment>,
+    pub copies: Shared<Secret>,
+    pub namespaces: Shared<PartialObjectMeta<Namespace>>,
+}
+
+/// A future that drives watches until the process stops.
+pub type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl Reflectors {
+    pub fn new(client: Client, scope: Scope) -> Self {
+        Self {
+            client,
+            scope,
+            catalog_sources: Shared::new(),
+            subscriptions: Shared::new(),
+            csvs: Shared::new(),
+            install_plans: Shared::new(),
+            operator_groups: Shared::new(),
+            deployments: Shared::new(),
+            copies: Shared::new(),
+            namespaces: Shared::new(),
+        }
+    }
+
+    /// The readers.
+    pub fn stores(&self) -> Stores {
+        Stores {
+            catalog_sources: self.catalog_sources.store(),
+            subscriptions: self.subscriptions.store(),
+            csvs: self.csvs.store(),
+            install_plans: self.install_plans.store(),
+            operator_groups: self.operator_groups.store(),
+            deployments: self.deployments.store(),
+            copies: self.copies.store(),
+            namespaces: self.namespaces.store(),
+        }
+    }
+
+    /// Starts every watch. Call after all controllers subscribed.
+    pub fn drive(self) -> Vec<Driver> {
+        let all = watcher::Config::default();
+        let ours = watcher::Config::default().labels(&created_by_opcat());
+        let copies = watcher::Config::default().labels(&pull_secret_copies());
+        let client = &self.client;
+        let scope = &self.scope;
+        // `Api<PartialObjectMeta<_>>` makes metadata-only requests: labels are all opcat needs.
+        let namespaces: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
+        let namespace_config = match scope {
+            Scope::Cluster => watcher::Config::default(),
+            Scope::Namespace(namespace) => {
+                watcher::Config::default().fields(&format!("metadata.name={namespace}"))
+            }
+        };
+        vec![
+            drive_watch(
+                "catalogsources",
+                scope.api(client),
+                all.clone(),
+                self.catalog_sources,
+            ),
+            drive_watch(
+                "subscriptions",
+                scope.api(client),
+                all.clone(),
+                self.subscriptions,
+            ),
+            drive_watch(
+                "clusterserviceversions",
+                scope.api(client),
+                ours.clone(),
+                self.csvs,
+            ),
+            drive_watch(
+                "installplans",
+                scope.api(client),
+                ours.clone(),
+                self.install_plans,
+            ),
+            drive_watch(
+                "operatorgroups",
+                scope.api(client),
+                all,
+                self.operator_groups,
+            ),
+            drive_watch("deployments", scope.api(client), ours, self.deployments),
+            drive_watch("secrets", scope.api(client), copies, self.copies),
+            drive_watch("namespaces", namespaces, namespace_config, self.namespaces),
+        ]
+    }
+}
+
+fn drive_watch<K>(
+    name: &'static str,
+    api: Api<K>,
+    config: watcher::Config,
+    shared: Shared<K>,
+) -> Driver
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    Box::pin(
+        watcher(api, config)
+            .default_backoff()
+            .reflect_shared(shared.writer)
+            .for_each(move |event| {
+                log_watch_error(name, event.err());
+                std::future::ready(())
+            }),
+    )
+}
+
+fn log_watch_error(resource: &'static str, error: Option<watcher::Error>) {
+    if let Some(error) = error {
+        tracing::warn!(resource, error = %crate::cli::error_chain(&error), "watch failed; retrying");
+    }
+}

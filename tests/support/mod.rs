@@ -1,0 +1,383 @@
+//! Shared harness for controller tests: the in-memory API server (with opcat's CRDs), the real
+//! `docker-registry` with basic auth holding the example bundles and catalog, and the opcat
+//! manager running in-process against them.
+//!
+//! Each integration test binary includes this module; not every binary uses every helper.
+// Test support: a failed setup step should abort the test with its message, and not every test
+// binary uses every helper.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fake_apiserver::FakeApiServer;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+use kube::{Client, Resource};
+use opcat::controller::clock::SystemClock;
+use opcat::controller::context::{Context, Settings};
+use opcat::controller::manager;
+use opcat::registry::{ImageRef, Keyring, PullSecret, Registry, RegistryOptions, TrustConfig};
+use serde::de::DeserializeOwned;
+use test_registry::Distribution;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Registry user the examples are pushed with and the pull secrets carry.
+pub const REGISTRY_USER: &str = "catalog-reader";
+/// Its password (also what tests search logs and events for: it must never appear).
+pub const REGISTRY_PASSWORD: &str = "s3cret-Pa55-never-logged";
+/// Placeholder registry of the example content.
+pub const EXAMPLE_REGISTRY: &str = "localhost:5000";
+
+/// The example catalog and bundles, pushed to the test registry.
+pub struct ExampleImages {
+    /// `HOST/opcat-examples/catalog:latest`.
+    pub catalog: String,
+    /// The rewritten catalog directory (images point at the test registry).
+    pub catalog_dir: PathBuf,
+    /// The rewritten bundle directories.
+    pub bundles_dir: PathBuf,
+}
+
+/// A registry, an API server and (optionally) a running manager.
+pub struct Env {
+    pub api: FakeApiServer,
+    pub client: Client,
+    pub registry: Distribution,
+    pub images: ExampleImages,
+    pub opcat_registry: Arc<Registry>,
+    cache_dir: tempfile::TempDir,
+    manager: Option<RunningManager>,
+}
+
+struct RunningManager {
+    context: Arc<Context>,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+/// Repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+impl Env {
+    /// Starts the registry, pushes the examples, starts the API server with opcat's CRDs.
+    /// The manager is not started; call [`Env::start_manager`].
+    pub async fn new() -> Self {
+        Self::with_api(FakeApiServer::new()).await
+    }
+
+    /// Like [`Env::new`] with a custom API server.
+    pub async fn with_api(api: FakeApiServer) -> Self {
+        opcat::registry::install_crypto_provider();
+        let registry = Distribution::basic(REGISTRY_USER, REGISTRY_PASSWORD);
+        let cache_dir = tempfile::tempdir().expect("cache dir");
+        let mut options = RegistryOptions::new(cache_dir.path().join("images"));
+        options.trust = TrustConfig {
+            extra_root_certs_pem: vec![std::fs::read(&registry.ca.ca_pem).expect("CA")],
+            ..TrustConfig::default()
+        };
+        let opcat_registry = Arc::new(Registry::new(options).expect("opcat registry"));
+        let images = push_examples(&registry, &opcat_registry).await;
+        let client = api.client();
+        install_crds(&client).await;
+        Self {
+            api,
+            client,
+            registry,
+            images,
+            opcat_registry,
+            cache_dir,
+            manager: None,
+        }
+    }
+
+    /// Settings for tests: short waits so convergence is quick.
+    pub fn settings() -> Settings {
+        Settings {
+            wait_requeue: Duration::from_millis(200),
+            ..Settings::default()
+        }
+    }
+
+    /// Starts the manager in-process.
+    pub fn start_manager(&mut self) {
+        self.start_manager_with(Self::settings());
+    }
+
+    /// Starts the manager with custom settings.
+    pub fn start_manager_with(&mut self, settings: Settings) {
+        assert!(self.manager.is_none(), "manager already running");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let running = manager::start(
+            self.client.clone(),
+            self.opcat_registry.clone(),
+            Arc::new(SystemClock),
+            settings,
+            async move {
+                let _ = stopped.await;
+            },
+        );
+        let context = running.context.clone();
+        let task = tokio::spawn(running.future);
+        self.manager = Some(RunningManager {
+            context,
+            stop,
+            task,
+        });
+    }
+
+    /// Stops the manager and waits for it to finish.
+    pub async fn stop_manager(&mut self) {
+        if let Some(manager) = self.manager.take() {
+            let _ = manager.stop.send(());
+            let _ = tokio::time::timeout(Duration::from_secs(10), manager.task).await;
+        }
+    }
+
+    /// Stops and starts the manager (a controller restart).
+    pub async fn restart_manager(&mut self) {
+        self.stop_manager().await;
+        self.start_manager();
+    }
+
+    /// The running manager's context.
+    pub fn context(&self) -> Arc<Context> {
+        self.manager
+            .as_ref()
+            .expect("manager running")
+            .context
+            .clone()
+    }
+
+    /// Creates a namespace.
+    pub async fn namespace(&self, name: &str) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        api.create(&PostParams::default(), &namespace)
+            .await
+            .expect("create namespace");
+    }
+
+    /// A `kubernetes.io/dockerconfigjson` Secret with the registry's credentials.
+    pub fn pull_secret(&self, namespace: &str, name: &str) -> Secret {
+        pull_secret(namespace, name, &self.registry.dockerconfigjson())
+    }
+
+    /// Creates an object through the API.
+    pub async fn create<K>(&self, object: &K) -> K
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::Serialize
+            + DeserializeOwned,
+        K::Scope: NamespaceOrCluster,
+    {
+        let api = K::Scope::api::<K>(&self.client, object.meta().namespace.as_deref());
+        api.create(&PostParams::default(), object)
+            .await
+            .unwrap_or_else(|error| panic!("create {}: {error}", K::kind(&())))
+    }
+
+    /// Waits until the stored object satisfies `ready` (reads do not count as requests).
+    pub async fn wait_for<K>(
+        &self,
+        namespace: &str,
+        name: &str,
+        timeout: Duration,
+        ready: impl Fn(&K) -> bool,
+    ) -> K
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + std::fmt::Debug,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let current = self.api.get::<K>(namespace, name);
+            if let Some(object) = &current
+                && ready(object)
+            {
+                return current.expect("checked above");
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out after {timeout:?} waiting for {} {namespace}/{name}; last seen: {current:#?}",
+                    K::kind(&())
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until `check` holds (polling every 50 ms).
+    pub async fn wait_until(&self, what: &str, timeout: Duration, check: impl Fn() -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !check() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {timeout:?}: {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Cluster-scoped or namespaced `Api` construction for [`Env::create`].
+pub trait NamespaceOrCluster {
+    fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>;
+}
+
+impl NamespaceOrCluster for k8s_openapi::NamespaceResourceScope {
+    fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>,
+    {
+        Api::namespaced(
+            client.clone(),
+            namespace.expect("namespaced object needs a namespace"),
+        )
+    }
+}
+
+impl NamespaceOrCluster for k8s_openapi::ClusterResourceScope {
+    fn api<K>(client: &Client, _namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>,
+    {
+        Api::all(client.clone())
+    }
+}
+
+/// A dockerconfigjson Secret.
+pub fn pull_secret(namespace: &str, name: &str, dockerconfigjson: &str) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        type_: Some("kubernetes.io/dockerconfigjson".to_owned()),
+        data: Some(
+            [(
+                ".dockerconfigjson".to_owned(),
+                ByteString(dockerconfigjson.as_bytes().to_vec()),
+            )]
+            .into(),
+        ),
+        ..Secret::default()
+    }
+}
+
+/// Installs opcat's CRDs into the API server.
+pub async fn install_crds(client: &Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in opcat::api::crds() {
+        api.create(&PostParams::default(), &crd)
+            .await
+            .expect("install CRD");
+    }
+}
+
+/// Copies `from` to `to` recursively, replacing the example registry host in every file.
+pub fn copy_rewritten(from: &Path, to: &Path, host: &str) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_rewritten(&entry.path(), &target, host);
+        } else {
+            let text = std::fs::read_to_string(entry.path()).expect("read example file");
+            std::fs::write(target, text.replace(EXAMPLE_REGISTRY, host)).expect("write");
+        }
+    }
+}
+
+/// Pushes the example bundles, a small image for every operator image they name, and the
+/// catalog, with the example registry rewritten to the test registry.
+pub async fn push_examples(registry: &Distribution, opcat: &Registry) -> ExampleImages {
+    let work = registry.scratch("examples");
+    let bundles_dir = work.join("bundles");
+    let catalog_dir = work.join("catalog");
+    copy_rewritten(&repo_root().join("bundles"), &bundles_dir, &registry.host);
+    copy_rewritten(&repo_root().join("catalog"), &catalog_dir, &registry.host);
+    let keyring = keyring_for(registry);
+
+    // Every bundle under bundles/<package>/<version>/.
+    for package in std::fs::read_dir(&bundles_dir).expect("bundles") {
+        let package = package.expect("entry").path();
+        if !package.is_dir() {
+            continue;
+        }
+        let name = package
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        for version in std::fs::read_dir(&package).expect("versions") {
+            let version = version.expect("entry").path();
+            let tag = version
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            let built = opcat::registry::push::build_bundle_image(&version).expect("build bundle");
+            let image: ImageRef = registry
+                .image(&format!("opcat-examples/{name}-bundle:v{tag}"))
+                .parse()
+                .expect("bundle ref");
+            opcat
+                .push(&image, &built, &keyring)
+                .await
+                .expect("push bundle");
+            // The operator image the bundle's Deployments run: any valid image will do for
+            // manifest checks; reuse the bundle's content.
+            let operator: ImageRef = registry
+                .image(&format!("opcat-examples/{name}:v{tag}"))
+                .parse()
+                .expect("operator ref");
+            opcat
+                .push(&operator, &built, &keyring)
+                .await
+                .expect("push operator image");
+        }
+    }
+    let built = opcat::registry::push::build_catalog_image(&catalog_dir).expect("build catalog");
+    let catalog = registry.image("opcat-examples/catalog:latest");
+    let image: ImageRef = catalog.parse().expect("catalog ref");
+    opcat
+        .push(&image, &built, &keyring)
+        .await
+        .expect("push catalog");
+    ExampleImages {
+        catalog,
+        catalog_dir,
+        bundles_dir,
+    }
+}
+
+/// A keyring holding the test registry's credentials.
+pub fn keyring_for(registry: &Distribution) -> Keyring {
+    let secret = PullSecret::from(&pull_secret(
+        "test",
+        "registry",
+        &registry.dockerconfigjson(),
+    ));
+    let (keyring, errors) = Keyring::from_secrets([&secret]);
+    assert!(errors.is_empty(), "test pull secret must parse: {errors:?}");
+    keyring
+}
