@@ -243,3 +243,30 @@ fn set_type_meta(body: &mut serde_json::Value, api_version: &str, kind: &str) {
         }
     }
 }
+
+/// Writes `status` to the status subresource of `namespace/name` with server-side apply (so
+/// fields opcat stops setting are removed), unless `current` already equals it. Status has one
+/// writer per object (DESIGN invariant 6): only the object's own reconciler calls this.
+pub async fn apply_status<K>(
+    api: &Api<K>,
+    name: &str,
+    current: Option<&serde_json::Value>,
+    status: &serde_json::Value,
+) -> Result<Outcome, ApplyError>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
+{
+    if current == Some(status) {
+        return Ok(Outcome::Unchanged);
+    }
+    let kind = K::kind(&()).into_owned();
+    let body = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": kind,
+        "status": status,
+    });
+    api.patch_status(name, &apply_params(), &Patch::Apply(&body))
+        .await
+        .map_err(|source| ApplyError::new("update status of", &kind, name.to_owned(), source))?;
+    Ok(Outcome::Applied)
+}
