@@ -20,6 +20,12 @@ use opcat::registry::{ImageRef, Keyring, Registry, RegistryOptions};
 use test_registry::{Distribution, pull_secret_yaml, require_tool};
 
 fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs bench binaries without it,
+    // and this driver is not a test (it needs a release binary and minutes of wall time).
+    if !std::env::args().any(|arg| arg == "--bench") {
+        eprintln!("registry_pull is a benchmark: run scripts/bench-registry.sh");
+        return;
+    }
     let opcat = PathBuf::from(
         std::env::var("OPCAT_BIN").expect("set OPCAT_BIN to the release opcat binary"),
     );
@@ -46,6 +52,21 @@ fn main() {
     let built = build_catalog_image(&catalog).unwrap();
     let uncompressed: u64 = du(&catalog);
     push(&dist, &image, &built, w);
+    // A one-file image: the process's fixed memory cost, to separate it from what the layer adds.
+    let tiny_dir = w.join("tiny");
+    std::fs::create_dir(&tiny_dir).unwrap();
+    std::fs::write(
+        tiny_dir.join("catalog.json"),
+        "{\"schema\":\"olm.package\",\"name\":\"x\"}",
+    )
+    .unwrap();
+    let tiny_image = dist.image("catalogs/tiny:v1");
+    push(
+        &dist,
+        &tiny_image,
+        &build_catalog_image(&tiny_dir).unwrap(),
+        w,
+    );
     let secret = w.join("secret.yaml");
     std::fs::write(&secret, pull_secret_yaml("bench", &dist.dockerconfigjson())).unwrap();
 
@@ -133,6 +154,18 @@ fn main() {
             rss as f64 / layer as f64
         );
     }
+    let tiny_rss = peak_rss_kb(&format!(
+        "rm -rf {d}/tiny-out && {} bundle unpack {tiny_image} {d}/tiny-out {flags}",
+        opcat.display()
+    )) * 1024;
+    let big_rss = peak_rss_kb(&commands[1].1) * 1024;
+    println!(
+        "opcat's peak RSS on a one-file image: {:.1} MB; the {:.1} MB layer adds {:.1} MB ({:.2}× the layer)",
+        mb(tiny_rss),
+        mb(layer),
+        mb(big_rss.saturating_sub(tiny_rss)),
+        big_rss.saturating_sub(tiny_rss) as f64 / layer as f64
+    );
     if !has_validate {
         println!(
             "(`opcat catalog validate` is not in this binary yet: measured the pull+unpack path only)"

@@ -139,6 +139,10 @@ async fn umoci_skopeo_round_trip(dist: &Distribution, format: &str) {
     );
     let image = dist.image(&format!("catalogs/umoci-{format}:v1"));
     let digest = skopeo_push(&layout, dist, &image, format);
+    // umoci writes OCI manifests without the optional top-level mediaType (registry-lab §1.5):
+    // opcat must recognise them by shape.
+    let raw = skopeo_inspect(dist, &image, true);
+    assert_eq!(raw.get("mediaType").is_none(), format == "oci", "{raw}");
 
     let registry = registry_for(dist, &work.path().join("cache"));
     let unpacked = registry

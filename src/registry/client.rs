@@ -108,8 +108,10 @@ impl Authorized {
 }
 
 impl Registry {
-    /// Validates the trust configuration and opens the cache.
+    /// Validates the trust configuration and opens the cache. Installs the process-wide rustls
+    /// crypto provider if none is installed yet.
     pub fn new(options: RegistryOptions) -> Result<Registry, RegistryError> {
+        super::install_crypto_provider();
         let mut certificates = Vec::new();
         for (index, pem) in options.trust.extra_root_certs_pem.iter().enumerate() {
             let certs: Vec<CertificateDer<'_>> = CertificateDer::pem_slice_iter(pem)

@@ -392,9 +392,9 @@ fn clip(text: &str) -> String {
 /// Maps an oci-client error to a [`Failure`].
 pub(crate) fn classify(error: OciDistributionError) -> Failure {
     match error {
-        OciDistributionError::UnauthorizedError { .. } => {
-            Failure::Unauthorized("credentials rejected or missing".to_owned())
-        }
+        OciDistributionError::UnauthorizedError { .. } => Failure::Unauthorized(
+            "credentials missing or rejected, or no access to this repository".to_owned(),
+        ),
         OciDistributionError::AuthenticationFailure(body) => Failure::Unauthorized(format!(
             "token server refused the credentials: {}",
             clip(&body)
@@ -432,7 +432,9 @@ pub(crate) fn classify(error: OciDistributionError) -> Failure {
             actual,
         }) => Failure::Digest { expected, actual },
         OciDistributionError::RequestError(e) => match e.status().map(|s| s.as_u16()) {
-            Some(401) => Failure::Unauthorized("credentials rejected or missing".to_owned()),
+            Some(401) => Failure::Unauthorized(
+                "credentials missing or rejected, or no access to this repository".to_owned(),
+            ),
             Some(403) => Failure::Forbidden("access denied".to_owned()),
             Some(404) => Failure::NotFound("not found".to_owned()),
             Some(code) => Failure::Server(format!("HTTP {code}")),
