@@ -62,7 +62,9 @@ fn unreadable_sources_are_errors_with_exit_1() {
     let out = opcat(&["catalog", "validate", "/nonexistent/catalog"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).starts_with("error: cannot read /nonexistent/catalog"),
+        stderr(&out).starts_with(
+            "error: SOURCE \"/nonexistent/catalog\" is neither an existing path nor a valid image reference"
+        ),
         "{}",
         stderr(&out)
     );

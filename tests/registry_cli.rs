@@ -296,3 +296,55 @@ async fn source_resolution_for_catalog_commands() {
         "{err}"
     );
 }
+
+#[test]
+fn catalog_commands_and_resolve_read_an_image_source() {
+    let env = Env::new();
+    write_catalog(&env.work.path().join("catalog"));
+    let catalog_image = env.dist.image("catalogs/c:v1");
+    ok(&env.run(
+        &["catalog", "push", &env.path("catalog"), &catalog_image],
+        "secret.yaml",
+    ));
+    let from_dir = ok(&opcat(
+        &["catalog", "list", "bundles", &env.path("catalog")],
+        env.work.path(),
+    ));
+    let from_image = ok(&env.run(
+        &["catalog", "list", "bundles", &catalog_image],
+        "secret.yaml",
+    ));
+    assert_eq!(from_image, from_dir, "the image holds the same catalog");
+    ok(&env.run(&["catalog", "validate", &catalog_image], "secret.yaml"));
+    let package = from_dir
+        .lines()
+        .nth(1)
+        .and_then(|line| line.split_whitespace().next())
+        .expect("a bundle line")
+        .to_owned();
+    let resolved = ok(&env.run(
+        &["resolve", &catalog_image, "--package", &package],
+        "secret.yaml",
+    ));
+    assert!(
+        resolved.contains(&format!("package:  {package}")),
+        "{resolved}"
+    );
+    // Without credentials the pull is refused, and the error names the registry.
+    let denied = opcat(
+        &[
+            "catalog",
+            "validate",
+            &catalog_image,
+            "--ca-file",
+            &env.dist.ca.pem_path().display().to_string(),
+        ],
+        env.work.path(),
+    );
+    assert_eq!(denied.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&denied.stderr);
+    assert!(
+        stderr.contains("401") && stderr.contains(&env.dist.host),
+        "{stderr}"
+    );
+}

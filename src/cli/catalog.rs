@@ -32,9 +32,14 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct SourceArgs {
     /// The catalog: a directory (every file in it is read, except those matched by
-    /// `.indexignore` files) or a single YAML or JSON file.
+    /// `.indexignore` files), a single YAML or JSON file, or a catalog image reference (a path
+    /// that exists is a path; anything else is pulled, and its catalog is read from the
+    /// directory its `operators.operatorframework.io.index.configs.v1` label names, default
+    /// `/configs`).
     #[arg(value_name = "SOURCE")]
     pub source: String,
+    #[command(flatten)]
+    pub registry: super::registry_args::RegistryArgs,
 }
 
 /// What `catalog list` shows.
@@ -84,21 +89,27 @@ pub async fn execute(command: Command) -> CliResult {
     }
 }
 
-/// Reads the catalog named by SOURCE (a directory or a file).
-pub async fn load_source(source: &str) -> Result<DeclarativeConfig, LoadError> {
-    let path = std::path::PathBuf::from(source);
-    tokio::task::spawn_blocking(move || fbc::load(&path))
+/// Reads the catalog named by SOURCE: a directory, a file, or an image pulled with the
+/// registry flags.
+pub async fn load_source(
+    args: &SourceArgs,
+) -> Result<DeclarativeConfig, Box<dyn std::error::Error + Send + Sync>> {
+    let local = args.registry.local_catalog(&args.source).await?;
+    let path = local.path;
+    let shown = path.clone();
+    let config = tokio::task::spawn_blocking(move || fbc::load(&path))
         .await
         .map_err(|e| LoadError::Walk {
-            path: source.into(),
+            path: shown,
             message: format!("loader task failed: {e}"),
-        })?
+        })??;
+    Ok(config)
 }
 
 /// Reads and validates the catalog named by SOURCE; on invalid content prints the problems
 /// and returns the exit code to use.
 pub(super) async fn load_catalog(
-    source: &str,
+    source: &SourceArgs,
 ) -> Result<Result<Catalog, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
     let config = load_source(source).await?;
     match Catalog::new(config) {
@@ -111,7 +122,7 @@ pub(super) async fn load_catalog(
 }
 
 async fn validate(args: SourceArgs) -> CliResult {
-    let config = load_source(&args.source).await?;
+    let config = load_source(&args).await?;
     match fbc::validate(&config) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(problems) => {
@@ -122,7 +133,7 @@ async fn validate(args: SourceArgs) -> CliResult {
 }
 
 async fn list(args: ListArgs) -> CliResult {
-    let catalog = match load_catalog(&args.source.source).await? {
+    let catalog = match load_catalog(&args.source).await? {
         Ok(catalog) => catalog,
         Err(code) => return Ok(code),
     };
@@ -143,7 +154,7 @@ async fn list(args: ListArgs) -> CliResult {
 }
 
 async fn render(args: SourceArgs) -> CliResult {
-    let config = load_source(&args.source).await?;
+    let config = load_source(&args).await?;
     let mut out = Vec::new();
     fbc::render::render(&config, &mut out)?;
     write_stdout(&out)

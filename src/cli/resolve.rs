@@ -11,9 +11,8 @@ use crate::resolve::{Resolution, ResolveRequest, resolve};
 /// Arguments of `opcat resolve`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The catalog: a directory or a single YAML or JSON file.
-    #[arg(value_name = "SOURCE")]
-    pub source: String,
+    #[command(flatten)]
+    pub source: super::catalog::SourceArgs,
     /// Package to resolve (Subscription `spec.name`).
     #[arg(long, value_name = "PACKAGE")]
     pub package: String,
