@@ -177,6 +177,17 @@ mod tests {
         }
     }
 
+    /// The decision for `tracked` with the same image and secrets.
+    fn unchanged(tracked: &Tracked, every: Option<Duration>, now: i64) -> Decision {
+        decide(Some(tracked), IMAGE, &secrets("1"), every, at(now))
+    }
+
+    fn wait_until(seconds: i64) -> Decision {
+        Decision::Wait {
+            until: Some(at(seconds)),
+        }
+    }
+
     #[test]
     fn nothing_tracked_means_a_first_load() {
         assert_eq!(
@@ -187,36 +198,20 @@ mod tests {
 
     #[test]
     fn a_converged_catalog_waits_for_its_next_poll_or_forever() {
-        let tracked = loaded(0);
         assert_eq!(
-            decide(
-                Some(&tracked),
-                IMAGE,
-                &secrets("1"),
-                Some(10 * MINUTE),
-                at(60)
-            ),
-            Decision::Wait {
-                until: Some(at(600))
-            }
+            unchanged(&loaded(0), Some(10 * MINUTE), 60),
+            wait_until(600)
         );
         assert_eq!(
-            decide(Some(&tracked), IMAGE, &secrets("1"), None, at(100_000)),
+            unchanged(&loaded(0), None, 100_000),
             Decision::Wait { until: None }
         );
     }
 
     #[test]
     fn a_poll_is_due_at_last_poll_plus_interval() {
-        let tracked = loaded(0);
         assert_eq!(
-            decide(
-                Some(&tracked),
-                IMAGE,
-                &secrets("1"),
-                Some(10 * MINUTE),
-                at(600)
-            ),
+            unchanged(&loaded(0), Some(10 * MINUTE), 600),
             Decision::Contact(Why::PollDue)
         );
         let never_polled = Tracked {
@@ -224,13 +219,7 @@ mod tests {
             ..loaded(0)
         };
         assert_eq!(
-            decide(
-                Some(&never_polled),
-                IMAGE,
-                &secrets("1"),
-                Some(MINUTE),
-                at(1)
-            ),
+            unchanged(&never_polled, Some(MINUTE), 1),
             Decision::Contact(Why::PollDue)
         );
     }
@@ -255,21 +244,10 @@ mod tests {
 
     #[test]
     fn failures_wait_for_their_back_off_even_when_a_poll_is_due() {
-        let tracked = failed(30);
+        let every_second = Some(Duration::from_secs(1));
+        assert_eq!(unchanged(&failed(30), every_second, 10), wait_until(30));
         assert_eq!(
-            decide(
-                Some(&tracked),
-                IMAGE,
-                &secrets("1"),
-                Some(Duration::from_secs(1)),
-                at(10)
-            ),
-            Decision::Wait {
-                until: Some(at(30))
-            }
-        );
-        assert_eq!(
-            decide(Some(&tracked), IMAGE, &secrets("1"), None, at(30)),
+            unchanged(&failed(30), None, 30),
             Decision::Contact(Why::Retry)
         );
     }

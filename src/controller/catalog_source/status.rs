@@ -179,19 +179,11 @@ mod tests {
         Timestamp::from_second(1_700_000_000 + seconds).unwrap()
     }
 
-    fn image_spec() -> SpecCheck {
-        SpecCheck::Image {
-            raw: IMAGE.to_owned(),
-            image: IMAGE.parse().unwrap(),
-        }
+    fn digest() -> Digest {
+        format!("sha256:{}", "a".repeat(64)).parse().unwrap()
     }
 
-    fn digest(c: char) -> Digest {
-        format!("sha256:{}", c.to_string().repeat(64))
-            .parse()
-            .unwrap()
-    }
-
+    /// A catalog of two packages, loaded from `image`.
     fn served(image: &str) -> LoadedCatalog {
         let dir = tempfile::tempdir().unwrap();
         let package = |name: &str| {
@@ -202,167 +194,138 @@ mod tests {
                  properties:\n- type: olm.package\n  value:\n    packageName: {name}\n    version: 1.0.0\n"
             )
         };
-        std::fs::write(
-            dir.path().join("catalog.yaml"),
-            format!("{}{}", package("a"), package("b")),
-        )
-        .unwrap();
+        let content = format!("{}{}", package("a"), package("b"));
+        std::fs::write(dir.path().join("catalog.yaml"), content).unwrap();
         LoadedCatalog {
-            digest: digest('a'),
+            digest: digest(),
             image: image.to_owned(),
             catalog: Catalog::load(dir.path()).unwrap(),
             loaded_at: at(0),
         }
     }
 
-    fn tracked(failure: Option<Failure>) -> Tracked {
-        Tracked {
-            uid: None,
-            image: IMAGE.to_owned(),
-            secrets: Vec::new(),
-            last_connect: at(10),
-            last_poll: Some(at(9)),
-            failure,
+    /// The inputs of one status computation; tests change what they are about.
+    struct Fixture {
+        spec: SpecCheck,
+        interval: Interval,
+        secrets: Option<PullSecretCondition>,
+        tracked: Option<Tracked>,
+        served: Option<LoadedCatalog>,
+    }
+
+    impl Fixture {
+        /// A loaded catalog, all secrets present, no poll interval.
+        fn loaded() -> Self {
+            Self {
+                spec: SpecCheck::Image {
+                    raw: IMAGE.to_owned(),
+                    image: IMAGE.parse().unwrap(),
+                },
+                interval: Interval::NotSet,
+                secrets: Some(PullSecretCondition {
+                    type_: CONDITION_PULL_SECRET_SOURCE_MISSING,
+                    status: ConditionStatus::False,
+                    reason: REASON_SOURCES_PRESENT,
+                    message: "all present".to_owned(),
+                }),
+                tracked: Some(Tracked {
+                    uid: None,
+                    image: IMAGE.to_owned(),
+                    secrets: Vec::new(),
+                    last_connect: at(10),
+                    last_poll: Some(at(9)),
+                    failure: None,
+                }),
+                served: Some(served(IMAGE)),
+            }
+        }
+
+        fn status(&self, current: Option<&CatalogSourceStatus>, now: i64) -> CatalogSourceStatus {
+            desired(
+                current,
+                &Observed {
+                    spec: &self.spec,
+                    interval: &self.interval,
+                    secrets: self.secrets.as_ref(),
+                    tracked: self.tracked.as_ref(),
+                    served: self.served.as_ref(),
+                    generation: Some(3),
+                    now: at(now),
+                },
+            )
         }
     }
 
-    fn present() -> PullSecretCondition {
-        PullSecretCondition {
-            type_: CONDITION_PULL_SECRET_SOURCE_MISSING,
-            status: ConditionStatus::False,
-            reason: REASON_SOURCES_PRESENT,
-            message: "all present".to_owned(),
-        }
+    fn ready(status: &CatalogSourceStatus) -> (&str, &str) {
+        let ready = find_condition(status.conditions.as_deref().unwrap(), "Ready").unwrap();
+        (ready.status.as_str(), ready.reason.as_str())
     }
 
-    fn observed<'a>(
-        spec: &'a SpecCheck,
-        interval: &'a Interval,
-        secrets: Option<&'a PullSecretCondition>,
-        tracked: Option<&'a Tracked>,
-        served: Option<&'a LoadedCatalog>,
-        now: i64,
-    ) -> Observed<'a> {
-        Observed {
-            spec,
-            interval,
-            secrets,
-            tracked,
-            served,
-            generation: Some(3),
-            now: at(now),
-        }
+    fn state(status: &CatalogSourceStatus) -> &str {
+        &status
+            .connection_state
+            .as_ref()
+            .unwrap()
+            .last_observed_state
     }
 
     #[test]
     fn a_loaded_catalog_is_ready_with_digest_packages_and_poll_time() {
-        let (spec, secrets, tracked, served) =
-            (image_spec(), present(), tracked(None), served(IMAGE));
-        let status = desired(
-            None,
-            &observed(
-                &spec,
-                &Interval::NotSet,
-                Some(&secrets),
-                Some(&tracked),
-                Some(&served),
-                20,
-            ),
-        );
+        let status = Fixture::loaded().status(None, 20);
         let connection = status.connection_state.as_ref().unwrap();
         assert_eq!(connection.last_observed_state, "READY");
         assert_eq!(connection.address.as_deref(), Some(IMAGE));
         assert_eq!(connection.last_connect, Some(Time(at(10))));
         assert_eq!(status.latest_image_registry_poll, Some(Time(at(9))));
-        assert_eq!(status.resolved_image_digest, Some(digest('a').to_string()));
+        assert_eq!(status.resolved_image_digest, Some(digest().to_string()));
         assert_eq!(status.package_count, Some(2));
-        assert_eq!(status.reason, None);
-        assert_eq!(status.message, None);
-        let conditions = status.conditions.as_deref().unwrap();
-        let ready = find_condition(conditions, "Ready").unwrap();
         assert_eq!(
-            (ready.status.as_str(), ready.reason.as_str()),
-            ("True", "CatalogLoaded")
+            (status.reason.as_deref(), status.message.as_deref()),
+            (None, None)
         );
-        assert_eq!(ready.observed_generation, Some(3));
-        assert!(ready.message.contains("2 packages"), "{}", ready.message);
+        assert_eq!(ready(&status), ("True", "CatalogLoaded"));
+        let conditions = status.conditions.as_deref().unwrap();
+        let loaded = find_condition(conditions, "Ready").unwrap();
+        assert_eq!(loaded.observed_generation, Some(3));
+        assert!(loaded.message.contains("2 packages"), "{}", loaded.message);
         let secrets = find_condition(conditions, "PullSecretSourceMissing").unwrap();
         assert_eq!(secrets.status, "False");
     }
 
     #[test]
     fn the_same_inputs_later_give_the_same_status() {
-        let (spec, secrets, tracked, served) =
-            (image_spec(), present(), tracked(None), served(IMAGE));
-        let first = desired(
-            None,
-            &observed(
-                &spec,
-                &Interval::NotSet,
-                Some(&secrets),
-                Some(&tracked),
-                Some(&served),
-                20,
-            ),
-        );
-        let again = desired(
-            Some(&first),
-            &observed(
-                &spec,
-                &Interval::NotSet,
-                Some(&secrets),
-                Some(&tracked),
-                Some(&served),
-                500,
-            ),
-        );
-        assert_eq!(first, again);
+        let fixture = Fixture::loaded();
+        let first = fixture.status(None, 20);
+        assert_eq!(fixture.status(Some(&first), 500), first);
     }
 
     #[test]
     fn an_invalid_interval_is_reported_while_the_catalog_is_ready() {
-        let interval = Interval::Invalid {
-            fallback: Duration::from_secs(900),
-            message: "interval \"soon\" is bad; polling every 15m instead".to_owned(),
+        let fixture = Fixture {
+            interval: Interval::Invalid {
+                fallback: Duration::from_secs(900),
+                message: "interval \"soon\" is bad; polling every 15m instead".to_owned(),
+            },
+            ..Fixture::loaded()
         };
-        let (spec, tracked, served) = (image_spec(), tracked(None), served(IMAGE));
-        let status = desired(
-            None,
-            &observed(&spec, &interval, None, Some(&tracked), Some(&served), 20),
-        );
+        let status = fixture.status(None, 20);
         assert_eq!(status.reason.as_deref(), Some("InvalidIntervalError"));
         assert!(status.message.as_deref().unwrap().contains("\"soon\""));
-        assert_eq!(
-            status.connection_state.unwrap().last_observed_state,
-            "READY"
-        );
+        assert_eq!(state(&status), "READY");
     }
 
     #[test]
     fn a_failure_keeps_the_served_catalog_and_says_so() {
-        let failure = Failure {
-            ready_reason: READY_REASON_PULL_FAILED,
-            kind: "unauthorized",
-            message: "pull of x: registry r answered 401 Unauthorized".to_owned(),
-            retry_at: at(100),
-        };
-        let (spec, secrets, tracked, served) = (
-            image_spec(),
-            present(),
-            tracked(Some(failure)),
-            served(IMAGE),
-        );
-        let status = desired(
-            None,
-            &observed(
-                &spec,
-                &Interval::NotSet,
-                Some(&secrets),
-                Some(&tracked),
-                Some(&served),
-                20,
-            ),
-        );
+        let mut fixture = Fixture::loaded();
+        if let Some(tracked) = &mut fixture.tracked {
+            tracked.failure = Some(Failure {
+                ready_reason: READY_REASON_PULL_FAILED,
+                kind: "unauthorized",
+                message: "pull of x: registry r answered 401 Unauthorized".to_owned(),
+                retry_at: at(100),
+            });
+        }
+        let status = fixture.status(None, 20);
         assert_eq!(status.reason.as_deref(), Some("RegistryServerError"));
         let message = status.message.as_deref().unwrap();
         assert!(
@@ -373,92 +336,51 @@ mod tests {
             message.contains("still serving the catalog loaded earlier"),
             "{message}"
         );
-        assert_eq!(
-            status
-                .connection_state
-                .as_ref()
-                .unwrap()
-                .last_observed_state,
-            "TRANSIENT_FAILURE"
-        );
-        assert_eq!(status.resolved_image_digest, Some(digest('a').to_string()));
-        let ready = find_condition(status.conditions.as_deref().unwrap(), "Ready").unwrap();
-        assert_eq!(
-            (ready.status.as_str(), ready.reason.as_str()),
-            ("False", "ImagePullFailed")
-        );
+        assert_eq!(state(&status), "TRANSIENT_FAILURE");
+        assert_eq!(status.resolved_image_digest, Some(digest().to_string()));
+        assert_eq!(ready(&status), ("False", "ImagePullFailed"));
     }
 
     #[test]
     fn a_catalog_of_another_image_is_not_reported() {
-        let (spec, tracked, served) = (image_spec(), tracked(None), served("old/image:v1"));
-        let status = desired(
-            None,
-            &observed(
-                &spec,
-                &Interval::NotSet,
-                None,
-                Some(&tracked),
-                Some(&served),
-                20,
-            ),
-        );
+        let fixture = Fixture {
+            served: Some(served("old/image:v1")),
+            ..Fixture::loaded()
+        };
+        let status = fixture.status(None, 20);
         assert_eq!(status.resolved_image_digest, None);
         assert_eq!(status.package_count, None);
     }
 
     #[test]
     fn unsupported_specs_are_spec_invalid_and_drop_the_rest() {
-        let (image, secrets, tracked, served) = (
-            image_spec(),
-            PullSecretCondition {
-                reason: REASON_SOURCE_NOT_FOUND,
-                status: ConditionStatus::True,
-                ..present()
+        let mut fixture = Fixture::loaded();
+        if let Some(secrets) = &mut fixture.secrets {
+            (secrets.status, secrets.reason) = (ConditionStatus::True, REASON_SOURCE_NOT_FOUND);
+        }
+        let before = fixture.status(None, 20);
+        let unsupported = Fixture {
+            spec: SpecCheck::Unsupported {
+                message: "spec.address is not supported".to_owned(),
             },
-            tracked(None),
-            served(IMAGE),
-        );
-        let before = desired(
-            None,
-            &observed(
-                &image,
-                &Interval::NotSet,
-                Some(&secrets),
-                Some(&tracked),
-                Some(&served),
-                20,
-            ),
-        );
-        let spec = SpecCheck::Unsupported {
-            message: "spec.address is not supported".to_owned(),
+            interval: Interval::NotSet,
+            secrets: None,
+            tracked: None,
+            served: None,
         };
-        let status = desired(
-            Some(&before),
-            &observed(&spec, &Interval::NotSet, None, None, None, 30),
-        );
+        let status = unsupported.status(Some(&before), 30);
         assert_eq!(status.reason.as_deref(), Some("SpecInvalidError"));
         assert_eq!(
             status.message.as_deref(),
             Some("spec.address is not supported")
         );
-        assert_eq!(
-            status
-                .connection_state
-                .as_ref()
-                .unwrap()
-                .last_observed_state,
-            "TRANSIENT_FAILURE"
-        );
+        assert_eq!(state(&status), "TRANSIENT_FAILURE");
         assert_eq!(status.latest_image_registry_poll, None);
         assert_eq!(status.resolved_image_digest, None);
         let conditions = status.conditions.as_deref().unwrap();
         assert!(find_condition(conditions, "PullSecretSourceMissing").is_none());
-        let ready = find_condition(conditions, "Ready").unwrap();
-        assert_eq!(
-            (ready.status.as_str(), ready.reason.as_str()),
-            ("False", "SpecInvalid")
-        );
-        assert_eq!(ready.last_transition_time, Time(at(30)));
+        assert_eq!(ready(&status), ("False", "SpecInvalid"));
+        let spec_invalid = find_condition(conditions, "Ready").unwrap();
+        assert_eq!(spec_invalid.last_transition_time, Time(at(30)));
     }
 }
