@@ -45,7 +45,7 @@ impl Target<'_> {
 impl Reconciler {
     /// After a restart (nothing tracked), serves the catalog status says was loaded, straight
     /// from the disk cache: no network, no download. Returns the tracked state to continue
-    /// from, or `None` when there is nothing to restore.
+    /// from, or `None` when there is nothing to restore or the last contact had failed.
     pub(super) async fn restore(&self, target: &Target<'_>) -> Option<Tracked> {
         let context = &self.context;
         let restore = poll::restorable(target.catalog_source.status.as_ref(), target.raw)?;
@@ -73,21 +73,18 @@ impl Reconciler {
         context
             .catalogs
             .insert(&target.key.0, &target.key.1, Arc::new(loaded));
-        // Every key in the catalog index has a tracked entry (the deletion sweep relies on it).
-        // An unhealthy last contact is retried at once.
-        let failure = (!restore.healthy).then(|| Failure {
-            ready_reason: "",
-            kind: "restored_failure",
-            message: String::new(),
-            retry_at: target.now,
-        });
+        // An unhealthy last contact is retried at once (nothing tracked means a first load);
+        // the restored catalog is served meanwhile and kept if that contact fails.
+        if !restore.healthy {
+            return None;
+        }
         let tracked = Tracked {
             uid: target.uid(),
             image: target.raw.to_owned(),
             secrets: target.sources.fingerprint.clone(),
             last_connect: restore.last_connect.unwrap_or(target.now),
             last_poll: restore.last_poll,
-            failure,
+            failure: None,
         };
         self.tracked.insert(target.key.clone(), tracked.clone());
         Some(tracked)

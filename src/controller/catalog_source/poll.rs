@@ -107,7 +107,7 @@ pub struct Restore {
     pub last_poll: Option<Timestamp>,
     /// `connectionState.lastConnect`.
     pub last_connect: Option<Timestamp>,
-    /// The last contact succeeded (`READY`); otherwise the cached catalog is served but the
+    /// The last contact succeeded (`READY`); otherwise the cached catalog is served and the
     /// registry is contacted again at once.
     pub healthy: bool,
 }
