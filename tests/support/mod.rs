@@ -77,12 +77,7 @@ impl Env {
         opcat::registry::install_crypto_provider();
         let registry = Distribution::basic(REGISTRY_USER, REGISTRY_PASSWORD);
         let cache_dir = tempfile::tempdir().expect("cache dir");
-        let mut options = RegistryOptions::new(cache_dir.path().join("images"));
-        options.trust = TrustConfig {
-            extra_root_certs_pem: vec![std::fs::read(&registry.ca.ca_pem).expect("CA")],
-            ..TrustConfig::default()
-        };
-        let opcat_registry = Arc::new(Registry::new(options).expect("opcat registry"));
+        let opcat_registry = opcat_registry(&registry, cache_dir.path());
         let images = push_examples(&registry, &opcat_registry).await;
         let client = api.client();
         install_crds(&client).await;
@@ -95,6 +90,13 @@ impl Env {
             cache_dir,
             manager: None,
         }
+    }
+
+    /// Replaces opcat's registry client with a new one over the same cache directory: what a
+    /// process restart keeps (the disk cache) and loses (everything in memory). Takes effect at
+    /// the next [`Env::start_manager`].
+    pub fn reopen_registry(&mut self) {
+        self.opcat_registry = opcat_registry(&self.registry, self.cache_dir.path());
     }
 
     /// Settings for tests: short waits so convergence is quick.
@@ -231,6 +233,16 @@ impl Env {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// opcat's registry client for the test registry (trusting its CA), caching under `cache_dir`.
+fn opcat_registry(registry: &Distribution, cache_dir: &Path) -> Arc<Registry> {
+    let mut options = RegistryOptions::new(cache_dir.join("images"));
+    options.trust = TrustConfig {
+        extra_root_certs_pem: vec![std::fs::read(&registry.ca.ca_pem).expect("CA")],
+        ..TrustConfig::default()
+    };
+    Arc::new(Registry::new(options).expect("opcat registry"))
 }
 
 /// Cluster-scoped or namespaced `Api` construction for [`Env::create`].

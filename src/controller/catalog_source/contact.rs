@@ -1,0 +1,240 @@
+//! Registry contact and restore (registry, disk and events; no status writes): runs the load step
+//! when the poll decision says so, keeps `context.catalogs` and the tracked state in step, and
+//! publishes `CatalogLoaded` / `CatalogUpdated` / `CatalogLoadFailed` events.
+
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::Resource;
+use kube::runtime::events::EventType;
+
+use super::load::{self, LoadError};
+use super::poll::{self, Why, later};
+use super::reconcile::{Reconciler, load_backoff_key};
+use super::secrets::Sources;
+use super::tracked::{Failure, Tracked};
+use crate::api::CatalogSource;
+use crate::api::catalog_source_status::READY_REASON_PULL_SECRET_INVALID;
+use crate::controller::catalogs::{CatalogKey, LoadedCatalog};
+use crate::registry::ImageRef;
+
+/// Event: a catalog image was loaded for the first time (or for a new `spec.image`).
+pub const EVENT_CATALOG_LOADED: &str = "CatalogLoaded";
+/// Event: a poll found a new digest for the same image, and it was loaded.
+pub const EVENT_CATALOG_UPDATED: &str = "CatalogUpdated";
+/// Warning event: the catalog image could not be resolved, pulled or read.
+pub const EVENT_CATALOG_LOAD_FAILED: &str = "CatalogLoadFailed";
+
+/// The CatalogSource being reconciled and what the earlier steps found.
+pub struct Target<'a> {
+    pub catalog_source: &'a CatalogSource,
+    pub key: &'a CatalogKey,
+    /// `spec.image` as written.
+    pub raw: &'a str,
+    pub image: &'a ImageRef,
+    pub sources: &'a Sources,
+    pub now: Timestamp,
+}
+
+impl Target<'_> {
+    fn uid(&self) -> Option<String> {
+        self.catalog_source.meta().uid.clone()
+    }
+}
+
+impl Reconciler {
+    /// After a restart (nothing tracked), serves the catalog status says was loaded, straight
+    /// from the disk cache: no network, no download. Returns the tracked state to continue
+    /// from, or `None` when there is nothing to restore or the last contact had failed.
+    pub(super) async fn restore(&self, target: &Target<'_>) -> Option<Tracked> {
+        let context = &self.context;
+        let restore = poll::restorable(target.catalog_source.status.as_ref(), target.raw)?;
+        let cache = context.registry.cache().clone();
+        let pinned = target.image.digest().is_some();
+        let loaded = load::from_cache(cache, target.raw, pinned, &restore.digest, target.now)
+            .await?
+            .inspect_err(|error| {
+                tracing::info!(
+                    namespace = %target.key.0,
+                    name = %target.key.1,
+                    digest = %restore.digest,
+                    error = %error,
+                    "cached catalog image not usable; contacting the registry"
+                );
+            })
+            .ok()?;
+        tracing::info!(
+            namespace = %target.key.0,
+            name = %target.key.1,
+            image = %target.raw,
+            digest = %loaded.digest,
+            "catalog restored from the image cache"
+        );
+        context
+            .catalogs
+            .insert(&target.key.0, &target.key.1, Arc::new(loaded));
+        // An unhealthy last contact is retried at once (nothing tracked means a first load);
+        // the restored catalog is served meanwhile and kept if that contact fails.
+        if !restore.healthy {
+            return None;
+        }
+        let tracked = Tracked {
+            uid: target.uid(),
+            image: target.raw.to_owned(),
+            secrets: target.sources.fingerprint.clone(),
+            last_connect: restore.last_connect.unwrap_or(target.now),
+            last_poll: restore.last_poll,
+            failure: None,
+        };
+        self.tracked.insert(target.key.clone(), tracked.clone());
+        Some(tracked)
+    }
+
+    /// Resolves the image and loads it when its digest is new. Never fails: the outcome is the
+    /// new tracked state (a failure with its retry time), shown in status by the caller.
+    pub(super) async fn contact(
+        &self,
+        target: &Target<'_>,
+        previous: Option<&Tracked>,
+        why: Why,
+    ) -> Tracked {
+        let context = &self.context;
+        let (namespace, name) = (&target.key.0, &target.key.1);
+        let keyring = &target.sources.keyring;
+        let served = context.catalogs.get(namespace, name);
+        tracing::debug!(%namespace, %name, image = %target.raw, why = why.as_str(), "contacting registry");
+
+        let mut last_poll = previous.and_then(|p| p.last_poll);
+        let outcome: Result<Option<LoadedCatalog>, LoadError> =
+            match load::resolve(&context.registry, target.image, keyring).await {
+                Err(error) => Err(error),
+                Ok(digest) => {
+                    last_poll = Some(target.now);
+                    match &served {
+                        Some(served) if served.digest == digest && served.image == target.raw => {
+                            tracing::debug!(%namespace, %name, %digest, "catalog image unchanged");
+                            Ok(None)
+                        }
+                        _ => load::fetch(
+                            &context.registry,
+                            target.image,
+                            target.raw,
+                            &digest,
+                            keyring,
+                            target.now,
+                        )
+                        .await
+                        .map(Some),
+                    }
+                }
+            };
+
+        let backoff = load_backoff_key(namespace, name);
+        let failure = match outcome {
+            Ok(loaded) => {
+                context.backoffs.succeeded(&backoff);
+                if let Some(loaded) = loaded {
+                    self.loaded(target, served.as_deref(), loaded).await;
+                }
+                None
+            }
+            Err(error) => {
+                if served
+                    .as_ref()
+                    .is_some_and(|served| served.image != target.raw)
+                {
+                    // Never serve the catalog of an image the spec no longer names.
+                    context.catalogs.remove(namespace, name);
+                }
+                let delay = context.backoffs.failed(&backoff, error.is_transient());
+                let failure = Failure {
+                    ready_reason: if error.is_auth() && target.sources.has_problems() {
+                        READY_REASON_PULL_SECRET_INVALID
+                    } else {
+                        error.ready_reason()
+                    },
+                    kind: error.kind(),
+                    message: error.to_string(),
+                    retry_at: later(target.now, delay),
+                };
+                tracing::warn!(
+                    %namespace,
+                    %name,
+                    image = %target.raw,
+                    error_kind = failure.kind,
+                    retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    error = %failure.message,
+                    "catalog load failed"
+                );
+                let repeated = previous
+                    .and_then(|p| p.failure.as_ref())
+                    .is_some_and(|p| p.message == failure.message);
+                if !repeated {
+                    self.event(
+                        target,
+                        EventType::Warning,
+                        EVENT_CATALOG_LOAD_FAILED,
+                        failure.message.clone(),
+                    )
+                    .await;
+                }
+                Some(failure)
+            }
+        };
+        let tracked = Tracked {
+            uid: target.uid(),
+            image: target.raw.to_owned(),
+            secrets: target.sources.fingerprint.clone(),
+            last_connect: target.now,
+            last_poll,
+            failure,
+        };
+        self.tracked.insert(target.key.clone(), tracked.clone());
+        tracked
+    }
+
+    async fn loaded(
+        &self,
+        target: &Target<'_>,
+        served: Option<&LoadedCatalog>,
+        loaded: LoadedCatalog,
+    ) {
+        let packages = loaded.catalog.packages().count();
+        let (namespace, name) = (&target.key.0, &target.key.1);
+        let (reason, note) = match served {
+            Some(served) if served.image == loaded.image => (
+                EVENT_CATALOG_UPDATED,
+                format!(
+                    "catalog image {} changed from {} to {}: {packages} packages",
+                    loaded.image, served.digest, loaded.digest
+                ),
+            ),
+            _ => (
+                EVENT_CATALOG_LOADED,
+                format!(
+                    "loaded catalog image {} ({}): {packages} packages",
+                    loaded.image, loaded.digest
+                ),
+            ),
+        };
+        tracing::info!(
+            %namespace,
+            %name,
+            image = %loaded.image,
+            digest = %loaded.digest,
+            packages,
+            "catalog loaded"
+        );
+        self.context
+            .catalogs
+            .insert(namespace, name, Arc::new(loaded));
+        self.event(target, EventType::Normal, reason, note).await;
+    }
+
+    async fn event(&self, target: &Target<'_>, type_: EventType, reason: &str, note: String) {
+        let regarding = target.catalog_source.object_ref(&());
+        self.context
+            .event(&regarding, type_, reason, "Load", Some(note))
+            .await;
+    }
+}

@@ -1,0 +1,258 @@
+//! One reconcile of a CatalogSource: dereference (stores and memory) → validate (pure) → poll
+//! decision (pure) → load (registry, only when due) → status (one write, only when changed).
+//!
+//! Failures to load the catalog are not reconcile errors: they are shown in status and retried
+//! on their own back-off (kept in the tracked state, so the reconcile that our own status write
+//! triggers does not retry hot). Only Kubernetes API failures reach the error policy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+
+use super::contact::Target;
+use super::poll::{self, Decision};
+use super::secrets::{self, Gathered};
+use super::status::{self, Observed};
+use super::tracked::TrackedMap;
+use super::validate::{self, SpecCheck};
+use crate::api::CatalogSource;
+use crate::controller::apply::{self, ApplyError, Outcome};
+use crate::controller::backoff::ReconcileFailure;
+use crate::controller::catalogs::CatalogKey;
+use crate::controller::clock;
+use crate::controller::context::Context;
+
+/// Name of this controller in logs.
+pub const CONTROLLER: &str = "catalogsource";
+
+/// The reconciler's shared state: the context and what it remembers per CatalogSource.
+pub struct Reconciler {
+    pub context: Arc<Context>,
+    pub tracked: TrackedMap,
+}
+
+/// Why a reconcile failed (the catalog's own problems are status, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("CatalogSource {name} has no namespace")]
+    NoNamespace { name: String },
+    #[error("cannot encode the status of CatalogSource {object}")]
+    Encode {
+        object: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Status(#[from] ApplyError),
+}
+
+impl ReconcileFailure for Error {
+    fn kind(&self) -> &'static str {
+        match self {
+            Error::NoNamespace { .. } => "no_namespace",
+            Error::Encode { .. } => "encode",
+            Error::Status(error) => error.kind(),
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            Error::NoNamespace { .. } | Error::Encode { .. } => false,
+            Error::Status(error) => error.is_transient(),
+        }
+    }
+}
+
+/// Key of a CatalogSource in the shared failure counters (API failures).
+pub fn backoff_key(namespace: &str, name: &str) -> String {
+    format!("CatalogSource/{namespace}/{name}")
+}
+
+/// Key of a CatalogSource's registry failures in the shared failure counters: separate from
+/// [`backoff_key`], because a reconcile that reports a load failure in status succeeds and must
+/// not reset the registry back-off.
+pub fn load_backoff_key(namespace: &str, name: &str) -> String {
+    format!("CatalogSource/{namespace}/{name}#load")
+}
+
+impl Reconciler {
+    pub fn new(context: Arc<Context>) -> Self {
+        Self {
+            context,
+            tracked: TrackedMap::default(),
+        }
+    }
+
+    /// Drops everything held for `namespace/name` (deleted, recreated, or no longer servable).
+    pub fn forget(&self, key: &CatalogKey) {
+        self.tracked.remove(key);
+        self.context.catalogs.remove(&key.0, &key.1);
+        self.context
+            .backoffs
+            .succeeded(&backoff_key(&key.0, &key.1));
+        self.context
+            .backoffs
+            .succeeded(&load_backoff_key(&key.0, &key.1));
+    }
+
+    /// Forgets CatalogSources that are no longer in the store (deleted while nothing was
+    /// scheduled for them). No finalizer is needed: nothing outside memory belongs to one
+    /// CatalogSource (the disk cache is shared by digest).
+    pub fn forget_deleted(&self) {
+        let store = &self.context.stores.catalog_sources;
+        for key in self.tracked.keys() {
+            let reference = kube::runtime::reflector::ObjectRef::new(&key.1).within(&key.0);
+            if store.get(&reference).is_none() {
+                tracing::info!(namespace = %key.0, name = %key.1, "CatalogSource deleted; catalog dropped");
+                self.forget(&key);
+            }
+        }
+    }
+}
+
+/// Reconciles one CatalogSource.
+pub async fn reconcile(
+    catalog_source: Arc<CatalogSource>,
+    reconciler: Arc<Reconciler>,
+) -> Result<Action, Error> {
+    let context = &reconciler.context;
+    let name = catalog_source.name_any();
+    let namespace = catalog_source
+        .namespace()
+        .ok_or_else(|| Error::NoNamespace { name: name.clone() })?;
+    let key: CatalogKey = (namespace.clone(), name.clone());
+    let now = context.clock.now();
+    let settings = &context.settings;
+
+    // A CatalogSource deleted and created again under the same name starts afresh.
+    if let Some(tracked) = reconciler.tracked.get(&key)
+        && tracked.uid != catalog_source.meta().uid
+    {
+        reconciler.forget(&key);
+    }
+
+    // Validate.
+    let spec = validate::check_source(&catalog_source.spec);
+    let interval = validate::check_interval(
+        catalog_source.spec.poll_interval(),
+        settings.invalid_poll_interval,
+    );
+    let (raw, image) = match &spec {
+        SpecCheck::Image { raw, image } => (raw.as_str(), image),
+        SpecCheck::Unsupported { message } => {
+            reconciler.forget(&key);
+            let observed = Observed {
+                spec: &spec,
+                interval: &interval,
+                secrets: None,
+                tracked: None,
+                served: None,
+                generation: catalog_source.meta().generation,
+                now,
+            };
+            if write_status(context, &catalog_source, &namespace, &observed).await?
+                == Outcome::Applied
+            {
+                tracing::info!(%namespace, %name, reason = message.as_str(), "CatalogSource not servable");
+            }
+            // Terminal: only a spec change can fix it (DESIGN invariant 7).
+            return Ok(Action::await_change());
+        }
+    };
+
+    // Dereference the source secrets.
+    let sources = match secrets::gather(catalog_source.spec.secret_names(), |secret| {
+        context.source_secrets.get(&namespace, secret)
+    }) {
+        Gathered::Known(sources) => sources,
+        Gathered::Waiting { secret } => {
+            tracing::debug!(%namespace, %name, %secret, "waiting for the source secret watch to list");
+            return Ok(Action::requeue(settings.wait_requeue));
+        }
+    };
+    let target = Target {
+        catalog_source: &catalog_source,
+        key: &key,
+        raw,
+        image,
+        sources: &sources,
+        now,
+    };
+
+    // Poll decision, then load when due.
+    let mut tracked = reconciler.tracked.get(&key);
+    if tracked.is_none() {
+        tracked = reconciler.restore(&target).await;
+    }
+    let every = interval.every();
+    if let Decision::Contact(why) =
+        poll::decide(tracked.as_ref(), raw, &sources.fingerprint, every, now)
+    {
+        tracked = Some(reconciler.contact(&target, tracked.as_ref(), why).await);
+    }
+
+    // Status.
+    let served = context.catalogs.get(&namespace, &name);
+    let secret_condition = sources.condition(&namespace);
+    let observed = Observed {
+        spec: &spec,
+        interval: &interval,
+        secrets: Some(&secret_condition),
+        tracked: tracked.as_ref(),
+        served: served.as_deref(),
+        generation: catalog_source.meta().generation,
+        now,
+    };
+    write_status(context, &catalog_source, &namespace, &observed).await?;
+    context.backoffs.succeeded(&backoff_key(&namespace, &name));
+
+    // Look again when the next poll or retry is due.
+    let requeue = match poll::decide(tracked.as_ref(), raw, &sources.fingerprint, every, now) {
+        Decision::Wait { until: Some(until) } => clock::elapsed(now, until).min(settings.resync),
+        Decision::Wait { until: None } => settings.resync,
+        // Only reachable if the clock went backwards; never spin.
+        Decision::Contact(_) => settings.wait_requeue,
+    };
+    Ok(Action::requeue(requeue.max(Duration::from_millis(100))))
+}
+
+/// Writes the desired status when it differs from the current one (the only write a
+/// reconcile makes).
+async fn write_status(
+    context: &Context,
+    catalog_source: &CatalogSource,
+    namespace: &str,
+    observed: &Observed<'_>,
+) -> Result<Outcome, Error> {
+    let name = catalog_source.name_any();
+    let encode = |source| Error::Encode {
+        object: format!("{namespace}/{name}"),
+        source,
+    };
+    let desired = status::desired(catalog_source.status.as_ref(), observed);
+    let desired = serde_json::to_value(&desired).map_err(encode)?;
+    let current = catalog_source
+        .status
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(encode)?;
+    let api: Api<CatalogSource> = Api::namespaced(context.client.clone(), namespace);
+    Ok(apply::apply_status(&api, &name, current.as_ref(), &desired).await?)
+}
+
+/// The error policy: per-object back-off for API failures.
+pub fn error_policy(
+    catalog_source: Arc<CatalogSource>,
+    error: &Error,
+    reconciler: Arc<Reconciler>,
+) -> Action {
+    let key = backoff_key(
+        &catalog_source.namespace().unwrap_or_default(),
+        &catalog_source.name_any(),
+    );
+    reconciler.context.backoffs.policy(CONTROLLER, &key, error)
+}
