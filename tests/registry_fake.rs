@@ -429,17 +429,46 @@ async fn unsupported_layer_media_type() {
 }
 
 #[test]
-fn plain_http_is_refused_for_non_loopback_registries() {
+fn plain_http_hosts_must_be_bare_host_and_port() {
     let work = tempfile::tempdir().unwrap();
     let mut options = RegistryOptions::new(work.path());
     options
         .trust
         .insecure_hosts
-        .insert("registry.example.com:5000".to_owned());
+        .insert("http://registry.example.com:5000".to_owned());
     let err = Registry::new(options).err().unwrap();
     assert_eq!(
         err.to_string(),
-        "invalid registry trust configuration: plain HTTP is only allowed for loopback registries, not \"registry.example.com:5000\""
+        "invalid registry trust configuration: plain-HTTP registry \"http://registry.example.com:5000\" must be written as HOST or HOST:PORT (no scheme, no path)"
+    );
+    // A named, non-loopback registry is allowed (opcat run --insecure-registry).
+    let mut options = RegistryOptions::new(work.path());
+    options
+        .trust
+        .insecure_hosts
+        .insert("registry.internal:5000".to_owned());
+    assert!(Registry::new(options).is_ok());
+}
+
+#[test]
+fn cli_plain_http_is_refused_for_non_loopback_registries() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_opcat"))
+        .args([
+            "catalog",
+            "validate",
+            "registry.example.com:5000/catalog:v1",
+            "--plain-http",
+            "registry.example.com:5000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains(
+            "--plain-http is only allowed for loopback registries, not \"registry.example.com:5000\""
+        ),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
 }
 

@@ -51,6 +51,18 @@ impl RegistryArgs {
                 .map_err(|e| format!("cannot read --ca-file {}: {e}", file.display()))?;
             options.trust.extra_root_certs_pem.push(pem);
         }
+        // The tooling commands talk plain HTTP to loopback registries only (a local test
+        // registry); the controller's --insecure-registry may name any registry.
+        if let Some(host) = self
+            .plain_http
+            .iter()
+            .find(|host| !crate::registry::reference::is_loopback_host(host))
+        {
+            return Err(format!(
+                "--plain-http is only allowed for loopback registries, not {host:?}"
+            )
+            .into());
+        }
         options.trust.insecure_hosts = self.plain_http.iter().cloned().collect();
         Ok(Registry::new(options)?)
     }

@@ -45,7 +45,9 @@ pub struct Args {
     )]
     pub ca_files: Vec<PathBuf>,
 
-    /// Allow plain HTTP to this registry (`host[:port]`, loopback only). Repeatable.
+    /// Talk plain HTTP (no TLS) to this registry, `host[:port]`, e.g. an internal registry
+    /// without certificates. Only the registries named here; repeatable. Credentials sent to it
+    /// travel unencrypted.
     #[arg(
         long = "insecure-registry",
         env = "OPCAT_INSECURE_REGISTRIES",

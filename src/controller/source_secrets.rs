@@ -20,6 +20,9 @@ use tokio::task::JoinHandle;
 
 use crate::api::CatalogSource;
 
+/// How often the watch set is compared with the CatalogSources even without an event.
+const DELETION_SWEEP: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// `(namespace, name)` of a source Secret.
 pub type SecretKey = (String, String);
 
@@ -107,11 +110,16 @@ impl SourceSecrets {
         catalog_sources: Store<CatalogSource>,
         mut changes: ReflectHandle<CatalogSource>,
     ) {
-        // Reconcile the watch set on every CatalogSource event (including the initial list).
+        // Reconcile the watch set on every CatalogSource event (including the initial list), and
+        // on a short tick: the shared stream carries no deletions, so a deleted CatalogSource's
+        // watches are stopped by the next tick.
+        let mut tick = tokio::time::interval(DELETION_SWEEP);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             self.sync_watches(&client, &catalog_sources);
-            if changes.next().await.is_none() {
-                break;
+            tokio::select! {
+                change = changes.next() => if change.is_none() { break },
+                _ = tick.tick() => {}
             }
         }
         self.stop_all();

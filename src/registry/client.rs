@@ -21,7 +21,7 @@ use super::cache::ImageCache;
 use super::digest::Digest;
 use super::error::{Failure, Operation, RegistryError, Tried, classify};
 use super::keyring::Keyring;
-use super::reference::{ImageRef, is_loopback_host};
+use super::reference::{ImageRef, is_host_port};
 use super::unpack::UnpackLimits;
 
 /// Which registries to trust and how.
@@ -130,14 +130,17 @@ impl Registry {
                 data: pem.clone(),
             });
         }
+        // Plain HTTP is only ever used for hosts named explicitly; which hosts a caller may name
+        // is its policy (the CLI allows loopback only, `opcat run --insecure-registry` any
+        // named registry). Here the names must at least be bare `host[:port]`.
         if let Some(host) = options
             .trust
             .insecure_hosts
             .iter()
-            .find(|host| !is_loopback_host(host))
+            .find(|host| !is_host_port(host))
         {
             return Err(RegistryError::Trust(format!(
-                "plain HTTP is only allowed for loopback registries, not {host:?}"
+                "plain-HTTP registry {host:?} must be written as HOST or HOST:PORT (no scheme, no path)"
             )));
         }
         let cache = ImageCache::open(&options.cache_dir)

@@ -73,6 +73,27 @@ impl ImageRef {
     }
 }
 
+/// `true` when `text` is a bare `host`, `host:port` or `[v6]:port` (no scheme, path or spaces).
+pub fn is_host_port(text: &str) -> bool {
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((host, rest)) => (host, rest.strip_prefix(':')),
+            None => return false,
+        }
+    } else {
+        match text.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        }
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'));
+    let port_ok = port.is_none_or(|port| !port.is_empty() && port.parse::<u16>().is_ok());
+    host_ok && port_ok
+}
+
 /// `true` when `host_port` (`host`, `host:port` or `[v6]:port`) names the loopback interface.
 pub fn is_loopback_host(host_port: &str) -> bool {
     let host = if let Some(rest) = host_port.strip_prefix('[') {
@@ -142,6 +163,13 @@ mod tests {
         assert!(is_loopback_host("127.0.0.2"));
         assert!(!is_loopback_host("registry.example.com:5000"));
         assert!(!is_loopback_host("10.0.0.1:5000"));
+        assert!(is_host_port("registry.internal:5000"));
+        assert!(is_host_port("10.0.0.1"));
+        assert!(is_host_port("[::1]:5000"));
+        assert!(!is_host_port("http://registry:5000"));
+        assert!(!is_host_port("registry:5000/path"));
+        assert!(!is_host_port("registry:http"));
+        assert!(!is_host_port(""));
     }
 
     #[test]
