@@ -1,5 +1,7 @@
 //! Subscription → InstallPlan → CSV: first installs, `startingCSV`, resolution failures and
 //! catalog health, through the manager with the real registry.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod subscription_support;
 mod support;
 

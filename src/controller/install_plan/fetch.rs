@@ -152,7 +152,11 @@ pub async fn fetch(
     let unpacked = context.registry.fetch(&reference, keyring).await?;
     let pinned = reference.with_digest(&unpacked.digest).to_string();
     tracing::info!(%image, digest = %unpacked.digest, "bundle image pulled");
-    let (manifests, metadata) = layout(&unpacked, image, package)?;
+    let (manifests, metadata) =
+        layout(&unpacked, package).map_err(|problem| FetchError::NotABundle {
+            image: image.to_owned(),
+            problem,
+        })?;
     let root = unpacked.root.clone();
     let bundle =
         tokio::task::spawn_blocking(move || Bundle::load_layout(&root, &manifests, &metadata))
@@ -165,34 +169,27 @@ pub async fn fetch(
 }
 
 /// The manifests and metadata directories named by the image labels (relative to the image
-/// root), after checking the media type and package labels when the image has them.
-fn layout(
-    unpacked: &UnpackedImage,
-    image: &str,
-    package: Option<&str>,
-) -> Result<(String, String), FetchError> {
-    let not_a_bundle = |problem: String| FetchError::NotABundle {
-        image: image.to_owned(),
-        problem,
-    };
+/// root), after checking the media type and package labels when the image has them. The error
+/// says what is wrong with the image.
+fn layout(unpacked: &UnpackedImage, package: Option<&str>) -> Result<(String, String), String> {
     if let Some(media_type) = unpacked.labels.get(MEDIATYPE)
         && media_type != REGISTRY_V1
     {
-        return Err(not_a_bundle(format!(
+        return Err(format!(
             "has media type {media_type:?} (label {MEDIATYPE}); opcat installs {REGISTRY_V1} bundles"
-        )));
+        ));
     }
     if let (Some(found), Some(expected)) = (unpacked.labels.get(PACKAGE), package)
         && found != expected
     {
-        return Err(not_a_bundle(format!(
+        return Err(format!(
             "belongs to package {found:?} (label {PACKAGE}), not {expected:?}"
-        )));
+        ));
     }
-    let relative = |label: &str, default: &str| -> Result<String, FetchError> {
+    let relative = |label: &str, default: &str| -> Result<String, String> {
         let dir = unpacked
             .dir_from_label(label, Some(default))
-            .ok_or_else(|| not_a_bundle(format!("label {label} points outside the image")))?;
+            .ok_or_else(|| format!("label {label} points outside the image"))?;
         Ok(relative_to(&unpacked.root, &dir))
     };
     Ok((

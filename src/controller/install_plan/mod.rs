@@ -36,10 +36,8 @@ use super::manager::Shutdown;
 use super::stores::Reflectors;
 use crate::api::{CatalogSource, InstallPlan};
 
-pub use csv_builder::{CsvInputs, build_csv, steps};
 pub use error::InstallPlanError;
-pub use fetch::{FetchError, REGISTRY_V1};
-pub use triggers::{is_finished, plan_catalog};
+pub use fetch::FetchError;
 
 /// Name of this controller in logs.
 const CONTROLLER: &str = "installplan";

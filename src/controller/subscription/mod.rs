@@ -50,11 +50,9 @@ use super::stores::Reflectors;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
 use created::CreatedPlans;
 
-pub use catalog_health::{CatalogHealth, HealthCondition, catalog_health, is_healthy};
-pub use decide::{CatalogState, Decision, Step, decide};
 pub use error::SubscriptionError;
-pub use plan_builder::{SUBSCRIPTION_LABEL, build_install_plan, is_plan_of};
-pub use report::{MIRRORED_TYPES, Report, read_report};
+pub use plan_builder::{SUBSCRIPTION_LABEL, is_plan_of};
+pub use report::MIRRORED_TYPES;
 
 /// Name of this controller in logs.
 const CONTROLLER: &str = "subscription";

@@ -7,14 +7,13 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::catalog_health::is_healthy;
 use super::created::CreatedPlans;
 use super::decide::CatalogState;
 use super::plan_builder::is_plan_of;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
 use crate::controller::catalogs::LoadedCatalog;
 use crate::controller::context::Context;
-
-use super::catalog_health::is_healthy;
 
 /// What the stores say about a Subscription's world.
 pub struct Observed {
