@@ -318,16 +318,9 @@ async fn wrong_credentials_keep_the_plan_installing_until_the_secret_is_fixed() 
 
     // Fixing the Secret (and only the Secret) completes the plan.
     fixture.set_pull_secret(&fixture.right_credentials()).await;
+    let subscription = fixture.wait_installed("widgets", csv_name).await;
     let plan = fixture.wait_plan_phase(csv_name, "Complete").await;
     assert_eq!(plan.status.as_ref().unwrap().message, None);
-    fixture.wait_csv(csv_name).await;
-    let subscription = fixture
-        .wait_subscription("widgets", "installed", |sub| {
-            sub.status
-                .as_ref()
-                .is_some_and(|s| s.state.as_deref() == Some("AtLatestKnown"))
-        })
-        .await;
     assert!(condition(&subscription, "InstallPlanPending").is_none());
     assert_eq!(fixture.plans().len(), 1);
 }

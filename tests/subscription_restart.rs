@@ -16,16 +16,8 @@ const CSV: &str = "widget-operator.v1.2.0";
 
 async fn install(fixture: &Fixture) {
     fixture.subscribe("widgets", |_| {}).await;
-    fixture.wait_plan_phase(CSV, "Complete").await;
-    fixture.wait_csv(CSV).await;
+    fixture.wait_installed("widgets", CSV).await;
     fixture.set_csv_phase(CSV, "Succeeded").await;
-    fixture
-        .wait_subscription("widgets", "installed", |sub| {
-            sub.status
-                .as_ref()
-                .is_some_and(|s| s.state.as_deref() == Some("AtLatestKnown"))
-        })
-        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

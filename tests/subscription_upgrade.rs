@@ -62,15 +62,7 @@ async fn manual_approval_waits_for_approval_then_installs() {
         .await;
 
     fixture.approve(&plan.name_any()).await;
-    fixture.wait_plan_phase(csv_name, "Complete").await;
-    fixture.wait_csv(csv_name).await;
-    let installed = fixture
-        .wait_subscription("widgets", "installed after approval", |sub| {
-            sub.status
-                .as_ref()
-                .is_some_and(|s| s.state.as_deref() == Some("AtLatestKnown"))
-        })
-        .await;
+    let installed = fixture.wait_installed("widgets", csv_name).await;
     assert!(condition(&installed, "InstallPlanPending").is_none());
     assert_eq!(fixture.plans().len(), 1);
 }
@@ -87,19 +79,10 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         .await;
     fixture.subscribe("widgets", |_| {}).await;
     fixture
-        .wait_plan_phase("widget-operator.v1.0.0", "Complete")
+        .wait_installed("widgets", "widget-operator.v1.0.0")
         .await;
-    fixture.wait_csv("widget-operator.v1.0.0").await;
     fixture
         .set_csv_phase("widget-operator.v1.0.0", "Succeeded")
-        .await;
-    fixture
-        .wait_subscription("widgets", "v1.0.0 at latest", |sub| {
-            sub.status.as_ref().is_some_and(|s| {
-                s.installed_csv.as_deref() == Some("widget-operator.v1.0.0")
-                    && s.state.as_deref() == Some("AtLatestKnown")
-            })
-        })
         .await;
 
     // A catalog poll brings v1.1.0 and v1.2.0 (stable): v1.2.0's skipRange covers 1.0.0 and it
@@ -111,14 +94,8 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         )
         .await;
     let upgrade = fixture
-        .wait_plan_phase("widget-operator.v1.2.0", "Complete")
+        .wait_upgrade("widget-operator.v1.0.0", "widget-operator.v1.2.0")
         .await;
-    assert_eq!(
-        upgrade.annotations()[keys::install_plan::REPLACES],
-        "widget-operator.v1.0.0"
-    );
-    let csv = fixture.wait_csv("widget-operator.v1.2.0").await;
-    assert_eq!(csv.spec.replaces.as_deref(), Some("widget-operator.v1.0.0"));
     let subscription = fixture
         .wait_subscription("widgets", "v1.2.0 installed", |sub| {
             sub.status
@@ -160,12 +137,8 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         .set_csv_phase("widget-operator.v1.2.0", "Succeeded")
         .await;
     let upgrade = fixture
-        .wait_plan_phase("widget-operator.v2.0.0", "Complete")
+        .wait_upgrade("widget-operator.v1.2.0", "widget-operator.v2.0.0")
         .await;
-    assert_eq!(
-        upgrade.annotations()[keys::install_plan::REPLACES],
-        "widget-operator.v1.2.0"
-    );
     assert_eq!(upgrade.annotations()[keys::install_plan::CHANNEL], "fast");
     assert_eq!(
         plan_csvs(&fixture.plans()),
@@ -200,19 +173,12 @@ async fn a_skipped_release_upgrades_through_the_skips_edge() {
         })
         .await;
     fixture
-        .wait_plan_phase("widget-operator.v1.1.1", "Complete")
+        .wait_installed("widgets", "widget-operator.v1.1.1")
         .await;
-    fixture.wait_csv("widget-operator.v1.1.1").await;
     fixture
         .set_csv_phase("widget-operator.v1.1.1", "Succeeded")
         .await;
-    let upgrade = fixture
-        .wait_plan_phase("widget-operator.v1.2.0", "Complete")
+    fixture
+        .wait_upgrade("widget-operator.v1.1.1", "widget-operator.v1.2.0")
         .await;
-    assert_eq!(
-        upgrade.annotations()[keys::install_plan::REPLACES],
-        "widget-operator.v1.1.1"
-    );
-    let csv = fixture.wait_csv("widget-operator.v1.2.0").await;
-    assert_eq!(csv.spec.replaces.as_deref(), Some("widget-operator.v1.1.1"));
 }

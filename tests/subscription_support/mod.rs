@@ -195,6 +195,33 @@ impl Fixture {
         .await
     }
 
+    /// Waits until `csv` is installed for Subscription `name`: its InstallPlan complete, the CSV
+    /// created, the Subscription at the latest known version with it installed.
+    pub async fn wait_installed(&self, name: &str, csv: &str) -> Subscription {
+        self.wait_plan_phase(csv, "Complete").await;
+        self.wait_csv(csv).await;
+        self.wait_subscription(name, &format!("{csv} installed"), |sub| {
+            sub.status.as_ref().is_some_and(|s| {
+                s.installed_csv.as_deref() == Some(csv)
+                    && s.state.as_deref() == Some("AtLatestKnown")
+            })
+        })
+        .await
+    }
+
+    /// Waits for the upgrade `from` → `to`: its InstallPlan completes with the `replaces`
+    /// annotation, and the new CSV replaces the old one.
+    pub async fn wait_upgrade(&self, from: &str, to: &str) -> InstallPlan {
+        let plan = self.wait_plan_phase(to, "Complete").await;
+        assert_eq!(
+            plan.annotations()[opcat::controller::keys::install_plan::REPLACES],
+            from
+        );
+        let csv = self.wait_csv(to).await;
+        assert_eq!(csv.spec.replaces.as_deref(), Some(from));
+        plan
+    }
+
     /// Waits for the CSV to exist.
     pub async fn wait_csv(&self, name: &str) -> ClusterServiceVersion {
         self.env

@@ -26,14 +26,6 @@ pub enum InstallPlanError {
         #[source]
         source: ApplyError,
     },
-    /// The status could not be encoded as JSON.
-    #[error("cannot encode the status of InstallPlan {namespace}/{name}")]
-    Encode {
-        namespace: String,
-        name: String,
-        #[source]
-        source: serde_json::Error,
-    },
     /// Writing the status failed.
     #[error("cannot write the status of InstallPlan {namespace}/{name}")]
     Status {
@@ -49,7 +41,6 @@ impl ReconcileFailure for InstallPlanError {
         match self {
             Self::Pull { source, .. } => source.kind(),
             Self::CreateCsv { source, .. } | Self::Status { source, .. } => source.kind(),
-            Self::Encode { .. } => "encode",
         }
     }
 
@@ -57,7 +48,6 @@ impl ReconcileFailure for InstallPlanError {
         match self {
             Self::Pull { source, .. } => source.is_transient(),
             Self::CreateCsv { source, .. } | Self::Status { source, .. } => source.is_transient(),
-            Self::Encode { .. } => false,
         }
     }
 }

@@ -33,6 +33,7 @@ use kube::runtime::controller::{Action, Config, Controller};
 
 use super::context::Context;
 use super::manager::Shutdown;
+use super::own_writes::OwnWrites;
 use super::stores::Reflectors;
 use crate::api::{CatalogSource, InstallPlan};
 
@@ -41,6 +42,12 @@ pub use fetch::FetchError;
 
 /// Name of this controller in logs.
 const CONTROLLER: &str = "installplan";
+
+/// The reconciler's context: the shared one and the status writes the store may not show yet.
+pub struct InstallPlanContext {
+    pub context: Arc<Context>,
+    own_writes: OwnWrites,
+}
 
 /// Builds the controller; the future runs until `shutdown`.
 pub fn controller(
@@ -65,13 +72,24 @@ pub fn controller(
         .reconcile_on(for_secret)
         .graceful_shutdown_on(shutdown)
         .with_config(Config::default().concurrency(context.settings.concurrency))
-        .run(reconcile::reconcile, error_policy, context)
+        .run(
+            reconcile::reconcile,
+            error_policy,
+            Arc::new(InstallPlanContext {
+                context: context.clone(),
+                own_writes: OwnWrites::default(),
+            }),
+        )
         .for_each(|_| std::future::ready(()))
         .boxed()
 }
 
-fn error_policy(plan: Arc<InstallPlan>, error: &InstallPlanError, context: Arc<Context>) -> Action {
-    context
+fn error_policy(
+    plan: Arc<InstallPlan>,
+    error: &InstallPlanError,
+    ctx: Arc<InstallPlanContext>,
+) -> Action {
+    ctx.context
         .backoffs
         .policy(CONTROLLER, &object_key(&plan), error)
 }

@@ -1,7 +1,7 @@
 //! One InstallPlan reconcile: approval → pull the bundle with the catalog's credentials (fetch,
 //! registry only) → check it (pure) → create the CSV (the only write besides status) → status.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
@@ -10,6 +10,7 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
+use super::InstallPlanContext;
 use super::csv_builder::{CsvInputs, build_csv, steps};
 use super::error::InstallPlanError;
 use super::fetch::{Credentials, FetchError, Fetched, credentials, fetch};
@@ -22,6 +23,7 @@ use crate::bundle::validate_for_install;
 use crate::controller::apply;
 use crate::controller::context::Context;
 use crate::controller::keys;
+use crate::controller::own_writes::OwnWrites;
 
 /// Bundle lookup reason: the pull is in progress.
 pub const REASON_UNPACKING: &str = "UnpackingInProgress";
@@ -39,13 +41,22 @@ pub const EVENT_INSTALL_PLAN_FAILED: &str = "InstallPlanFailed";
 /// Reconciles one InstallPlan.
 pub async fn reconcile(
     plan: Arc<InstallPlan>,
-    context: Arc<Context>,
+    ctx: Arc<InstallPlanContext>,
 ) -> Result<Action, InstallPlanError> {
+    let context = &ctx.context;
     // Complete and Failed plans are records: never changed again.
     if plan.meta().deletion_timestamp.is_some() || is_finished(&plan) {
         return Ok(Action::await_change());
     }
-    let writer = StatusWriter::new(&context, &plan);
+    if ctx.own_writes.is_stale(
+        plan.meta().uid.as_deref(),
+        plan.meta().resource_version.as_deref(),
+    ) {
+        // The store still shows the version before our last status write (which may have
+        // finished the plan); its watch event brings the next reconcile.
+        return Ok(Action::requeue(context.settings.wait_requeue));
+    }
+    let writer = StatusWriter::new(context, &ctx.own_writes, &plan);
     let (catalog_namespace, catalog_name) = plan_catalog(&plan).unwrap_or_default();
     if !plan.spec.approved {
         writer
@@ -94,7 +105,7 @@ pub async fn reconcile(
         .stores
         .catalog_sources
         .get(&ObjectRef::<CatalogSource>::new(&catalog_name).within(&catalog_namespace));
-    let keyring = match credentials(&context, catalog.as_deref()) {
+    let keyring = match credentials(context, catalog.as_deref()) {
         Credentials::Ready(keyring) => keyring,
         Credentials::Waiting { namespace, secret } => {
             let message = format!(
@@ -115,7 +126,7 @@ pub async fn reconcile(
     let package = annotations
         .get(keys::install_plan::PACKAGE)
         .map(String::as_str);
-    let fetched = match fetch(&context, &csv_name, &image, package, &keyring).await {
+    let fetched = match fetch(context, &csv_name, &image, package, &keyring).await {
         Ok(fetched) => fetched,
         Err(FetchError::Pull(source)) if source.is_transient() => {
             let message = crate::cli::error_chain(&source);
@@ -169,7 +180,7 @@ pub async fn reconcile(
     }
 
     let step_status = create_csv(
-        &context,
+        context,
         &writer,
         &plan,
         &fetched,
@@ -268,21 +279,27 @@ async fn create_csv(
     }
 }
 
-/// Writes one plan's status (only when it changes) and its events.
+/// Writes one plan's status (only when it changes) and its events, and records each write as
+/// superseding the version it was made from.
 struct StatusWriter<'a> {
     context: &'a Context,
+    own_writes: &'a OwnWrites,
     plan: &'a InstallPlan,
     namespace: String,
     name: String,
+    /// The plan's latest version: as read, then as last written.
+    version: Mutex<Option<String>>,
 }
 
 impl<'a> StatusWriter<'a> {
-    fn new(context: &'a Context, plan: &'a InstallPlan) -> Self {
+    fn new(context: &'a Context, own_writes: &'a OwnWrites, plan: &'a InstallPlan) -> Self {
         Self {
             context,
+            own_writes,
             plan,
             namespace: plan.namespace().unwrap_or_default(),
             name: plan.name_any(),
+            version: Mutex::new(plan.meta().resource_version.clone()),
         }
     }
 
@@ -297,27 +314,33 @@ impl<'a> StatusWriter<'a> {
         current: Option<&InstallPlanStatus>,
         status: InstallPlanStatus,
     ) -> Result<bool, InstallPlanError> {
-        if current == Some(&status) {
-            return Ok(false);
-        }
-        let body = serde_json::to_value(&status).map_err(|source| InstallPlanError::Encode {
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            source,
-        })?;
-        let current = current.and_then(|status| serde_json::to_value(status).ok());
         let api: Api<InstallPlan> = Api::namespaced(self.context.client.clone(), &self.namespace);
-        let outcome = apply::apply_status(&api, &self.name, current.as_ref(), &body)
+        let written = apply::apply_status_typed(&api, &self.name, current, &status)
             .await
             .map_err(|source| InstallPlanError::Status {
                 namespace: self.namespace.clone(),
                 name: self.name.clone(),
                 source,
             })?;
-        if outcome == apply::Outcome::Applied {
-            tracing::debug!(namespace = %self.namespace, name = %self.name, phase = %status.phase, "InstallPlan status updated");
+        let Some(written) = written else {
+            return Ok(false);
+        };
+        let new_version = written.meta().resource_version.clone();
+        if let Ok(mut version) = self.version.lock() {
+            self.own_writes.wrote(
+                &self.plan.uid().unwrap_or_default(),
+                version.as_deref(),
+                new_version.as_deref(),
+            );
+            *version = new_version;
         }
-        Ok(outcome == apply::Outcome::Applied)
+        tracing::debug!(
+            namespace = %self.namespace,
+            name = %self.name,
+            phase = %status.phase,
+            "InstallPlan status updated"
+        );
+        Ok(true)
     }
 
     /// Fails the plan for good.

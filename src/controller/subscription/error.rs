@@ -16,14 +16,6 @@ pub enum SubscriptionError {
         #[source]
         source: ApplyError,
     },
-    /// The status could not be encoded as JSON.
-    #[error("cannot encode the status of Subscription {namespace}/{name}")]
-    Encode {
-        namespace: String,
-        name: String,
-        #[source]
-        source: serde_json::Error,
-    },
     /// Writing the status failed.
     #[error("cannot write the status of Subscription {namespace}/{name}")]
     Status {
@@ -38,7 +30,6 @@ impl ReconcileFailure for SubscriptionError {
     fn kind(&self) -> &'static str {
         match self {
             Self::CreateInstallPlan { source, .. } | Self::Status { source, .. } => source.kind(),
-            Self::Encode { .. } => "encode",
         }
     }
 
@@ -47,7 +38,6 @@ impl ReconcileFailure for SubscriptionError {
             Self::CreateInstallPlan { source, .. } | Self::Status { source, .. } => {
                 source.is_transient()
             }
-            Self::Encode { .. } => false,
         }
     }
 }

@@ -46,6 +46,7 @@ use kube::runtime::controller::{Action, Config, Controller};
 
 use super::context::Context;
 use super::manager::Shutdown;
+use super::own_writes::OwnWrites;
 use super::stores::Reflectors;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
 use created::CreatedPlans;
@@ -57,11 +58,12 @@ pub use report::MIRRORED_TYPES;
 /// Name of this controller in logs.
 const CONTROLLER: &str = "subscription";
 
-/// The reconciler's context: the shared one, plus the plans it created that the store may not
-/// list yet.
+/// The reconciler's context: the shared one, plus the plans it created and the status writes it
+/// made that the stores may not show yet.
 pub struct SubscriptionContext {
     pub context: Arc<Context>,
     created: CreatedPlans,
+    own_writes: OwnWrites,
 }
 
 /// Builds the Subscription and OperatorGroup controllers; the future runs until `shutdown`.
@@ -97,6 +99,7 @@ pub fn controller(
                 Arc::new(SubscriptionContext {
                     context: context.clone(),
                     created: CreatedPlans::default(),
+                    own_writes: OwnWrites::default(),
                 }),
             )
             .for_each(|_| std::future::ready(()));

@@ -47,6 +47,14 @@ pub async fn reconcile(
     if !stores_ready(context).await {
         return Ok(Action::await_change());
     }
+    if ctx.own_writes.is_stale(
+        subscription.meta().uid.as_deref(),
+        subscription.meta().resource_version.as_deref(),
+    ) {
+        // The store still shows the version before our last status write; its watch event
+        // brings the next reconcile.
+        return Ok(Action::requeue(context.settings.wait_requeue));
+    }
 
     let observed = observe(context, &ctx.created, &subscription);
     let decision = decide(&Inputs {
@@ -70,7 +78,7 @@ pub async fn reconcile(
         plans.push(plan);
     }
 
-    write_status(context, &subscription, &observed, &decision, &plans).await?;
+    write_status(&ctx, &subscription, &observed, &decision, &plans).await?;
     context
         .backoffs
         .succeeded(&super::object_key(&subscription));
@@ -157,12 +165,13 @@ async fn create_plan(
 }
 
 async fn write_status(
-    context: &Context,
+    ctx: &SubscriptionContext,
     subscription: &Subscription,
     observed: &Observed,
     decision: &Decision,
     plans: &[InstallPlan],
 ) -> Result<(), SubscriptionError> {
+    let context = &ctx.context;
     let namespace = subscription.namespace().unwrap_or_default();
     let name = subscription.name_any();
     let spec = &subscription.spec;
@@ -195,23 +204,22 @@ async fn write_status(
         report: &report,
         now: &now,
     });
-    if current == Some(&desired) {
-        return Ok(());
-    }
-    let body = serde_json::to_value(&desired).map_err(|source| SubscriptionError::Encode {
-        namespace: namespace.clone(),
-        name: name.clone(),
-        source,
-    })?;
-    let current_json = current.and_then(|status| serde_json::to_value(status).ok());
     let api: Api<Subscription> = Api::namespaced(context.client.clone(), &namespace);
-    apply::apply_status(&api, &name, current_json.as_ref(), &body)
+    let written = apply::apply_status_typed(&api, &name, current, &desired)
         .await
         .map_err(|source| SubscriptionError::Status {
             namespace: namespace.clone(),
             name: name.clone(),
             source,
         })?;
+    let Some(written) = written else {
+        return Ok(());
+    };
+    ctx.own_writes.wrote(
+        &subscription.uid().unwrap_or_default(),
+        subscription.meta().resource_version.as_deref(),
+        written.meta().resource_version.as_deref(),
+    );
     tracing::info!(
         %namespace,
         %name,

@@ -26,6 +26,7 @@ use super::super::apply::{self, ApplyError};
 use super::super::backoff::ReconcileFailure;
 use super::super::context::Context;
 use super::super::manager::Shutdown;
+use super::super::own_writes::OwnWrites;
 use super::super::stores::Reflectors;
 use crate::api::OperatorGroup;
 
@@ -37,14 +38,6 @@ const CONTROLLER: &str = "operatorgroup";
 /// Why an OperatorGroup reconcile failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorGroupError {
-    /// The status could not be encoded as JSON.
-    #[error("cannot encode the status of OperatorGroup {namespace}/{name}")]
-    Encode {
-        namespace: String,
-        name: String,
-        #[source]
-        source: serde_json::Error,
-    },
     /// The status write failed.
     #[error("cannot write the status of OperatorGroup {namespace}/{name}")]
     Status {
@@ -58,17 +51,21 @@ pub enum OperatorGroupError {
 impl ReconcileFailure for OperatorGroupError {
     fn kind(&self) -> &'static str {
         match self {
-            Self::Encode { .. } => "encode",
             Self::Status { source, .. } => source.kind(),
         }
     }
 
     fn is_transient(&self) -> bool {
         match self {
-            Self::Encode { .. } => false,
             Self::Status { source, .. } => source.is_transient(),
         }
     }
+}
+
+/// The controller's context: the shared one and the status writes the store may not show yet.
+struct GroupContext {
+    context: Arc<Context>,
+    own_writes: OwnWrites,
 }
 
 /// Builds the OperatorGroup controller; the future runs until `shutdown`.
@@ -91,7 +88,14 @@ pub fn controller(
         .watches_shared_stream(reflectors.namespaces.subscribe(), for_namespace)
         .graceful_shutdown_on(shutdown)
         .with_config(Config::default().concurrency(context.settings.concurrency))
-        .run(reconcile, error_policy, context)
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(GroupContext {
+                context,
+                own_writes: OwnWrites::default(),
+            }),
+        )
         .for_each(|_| std::future::ready(()))
         .boxed()
 }
@@ -121,9 +125,9 @@ fn groups_in_namespace(
 fn error_policy(
     group: Arc<OperatorGroup>,
     error: &OperatorGroupError,
-    context: Arc<Context>,
+    ctx: Arc<GroupContext>,
 ) -> Action {
-    context
+    ctx.context
         .backoffs
         .policy(CONTROLLER, &object_key(&group), error)
 }
@@ -139,12 +143,20 @@ fn object_key(group: &OperatorGroup) -> String {
 // Reads the OperatorGroup and Namespace stores; writes only the OperatorGroup's status.
 async fn reconcile(
     group: Arc<OperatorGroup>,
-    context: Arc<Context>,
+    ctx: Arc<GroupContext>,
 ) -> Result<Action, OperatorGroupError> {
+    let context = &ctx.context;
     let namespace = group.namespace().unwrap_or_default();
     let name = group.name_any();
     if group.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
+    }
+    if ctx.own_writes.is_stale(
+        group.meta().uid.as_deref(),
+        group.meta().resource_version.as_deref(),
+    ) {
+        // The store still shows the version before our last status write.
+        return Ok(Action::requeue(context.settings.wait_requeue));
     }
     if context.stores.namespaces.wait_until_ready().await.is_err() {
         // The watch is gone: the manager is shutting down.
@@ -179,25 +191,20 @@ async fn reconcile(
         .max(1);
     let now = Time(context.clock.now());
     let desired = desired_status(group.status.as_ref(), targets, siblings, &namespace, &now);
-    if group.status.as_ref() != Some(&desired) {
-        let status =
-            serde_json::to_value(&desired).map_err(|source| OperatorGroupError::Encode {
-                namespace: namespace.clone(),
-                name: name.clone(),
-                source,
-            })?;
-        let current = group
-            .status
-            .as_ref()
-            .and_then(|status| serde_json::to_value(status).ok());
-        let api: Api<OperatorGroup> = Api::namespaced(context.client.clone(), &namespace);
-        apply::apply_status(&api, &name, current.as_ref(), &status)
-            .await
-            .map_err(|source| OperatorGroupError::Status {
-                namespace: namespace.clone(),
-                name: name.clone(),
-                source,
-            })?;
+    let api: Api<OperatorGroup> = Api::namespaced(context.client.clone(), &namespace);
+    let written = apply::apply_status_typed(&api, &name, group.status.as_ref(), &desired)
+        .await
+        .map_err(|source| OperatorGroupError::Status {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            source,
+        })?;
+    if let Some(written) = written {
+        ctx.own_writes.wrote(
+            &group.uid().unwrap_or_default(),
+            group.meta().resource_version.as_deref(),
+            written.meta().resource_version.as_deref(),
+        );
         tracing::info!(
             %namespace,
             %name,
