@@ -323,4 +323,33 @@ async fn wrong_credentials_keep_the_plan_installing_until_the_secret_is_fixed() 
     assert_eq!(plan.status.as_ref().unwrap().message, None);
     assert!(condition(&subscription, "InstallPlanPending").is_none());
     assert_eq!(fixture.plans().len(), 1);
+
+    // Neither password, nor its base64, in any status or event.
+    let mut texts: Vec<String> = fixture
+        .plans()
+        .iter()
+        .map(|plan| serde_json::to_string(&plan.status).unwrap())
+        .collect();
+    texts.push(serde_json::to_string(&subscription.status).unwrap());
+    texts.extend(
+        fixture
+            .env
+            .api
+            .list::<k8s_openapi::api::events::v1::Event>(Some(NAMESPACE))
+            .iter()
+            .map(|event| serde_json::to_string(event).unwrap()),
+    );
+    assert!(
+        texts.iter().any(|t| t.contains("BundlePullFailed")),
+        "the failure was reported"
+    );
+    for secret in [support::REGISTRY_PASSWORD, "not-the-password"] {
+        let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, secret);
+        for text in &texts {
+            assert!(
+                !text.contains(secret) && !text.contains(&encoded),
+                "secret data in {text}"
+            );
+        }
+    }
 }

@@ -21,6 +21,7 @@ use crate::api::install_plan_status::{PHASE_INSTALLING, STEP_CREATED, STEP_PRESE
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan};
 use crate::bundle::validate_for_install;
 use crate::controller::apply;
+use crate::controller::clock::status_time;
 use crate::controller::context::Context;
 use crate::controller::keys;
 use crate::controller::own_writes::OwnWrites;
@@ -86,7 +87,7 @@ pub async fn reconcile(
         replaces: &replaces,
         catalog: (&catalog_namespace, &catalog_name),
     };
-    let now = Time(context.clock.now());
+    let now = status_time(context.clock.now());
 
     let mut status = plan.status.clone();
     if status.as_ref().map(|s| s.phase.as_str()) != Some(PHASE_INSTALLING) {

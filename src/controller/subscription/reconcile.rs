@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -21,6 +20,7 @@ use crate::api::conditions::find_condition;
 use crate::api::subscription_status::RESOLUTION_FAILED;
 use crate::api::{InstallPlan, Subscription};
 use crate::controller::apply;
+use crate::controller::clock::status_time;
 use crate::controller::context::Context;
 use crate::resolve::BundleRef;
 
@@ -176,7 +176,7 @@ async fn write_status(
     let name = subscription.name_any();
     let spec = &subscription.spec;
     let current = subscription.status.as_ref();
-    let now = Time(context.clock.now());
+    let now = status_time(context.clock.now());
 
     let health = catalog_health(
         (&spec.catalog_source_namespace, &spec.catalog_source),

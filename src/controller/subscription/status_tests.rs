@@ -270,3 +270,39 @@ fn the_pull_secret_report_is_mirrored() {
     assert_eq!(ready.status, "False");
     assert_eq!(ready.reason.as_deref(), Some("Unauthorized"));
 }
+
+#[test]
+fn a_status_read_back_from_the_api_is_unchanged() {
+    // Times are serialized with second precision: a status stamped at a fractional time must
+    // still equal itself once it went through the API, or every reconcile would write.
+    let now = crate::controller::clock::status_time(
+        jiff::Timestamp::from_second(100).unwrap() + jiff::SignedDuration::from_millis(750),
+    );
+    let plans = [plan("demo.v1", Some("Installing"))];
+    let decision = Decision {
+        installed: None,
+        step: Step::PlanInFlight,
+    };
+    let desired = desired_status(&StatusInputs {
+        current: None,
+        plans: &plans,
+        csvs: &csvs(&[]),
+        decision: &decision,
+        health: &healthy(),
+        report: &Report::Absent,
+        now: &now,
+    });
+    let read_back: SubscriptionStatus =
+        serde_json::from_value(serde_json::to_value(&desired).unwrap()).unwrap();
+    assert_eq!(read_back, desired);
+    let again = desired_status(&StatusInputs {
+        current: Some(&read_back),
+        plans: &plans,
+        csvs: &csvs(&[]),
+        decision: &decision,
+        health: &healthy(),
+        report: &Report::Absent,
+        now: &at(200),
+    });
+    assert_eq!(again, read_back);
+}

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -24,6 +23,7 @@ use kube::{Resource, ResourceExt};
 
 use super::super::apply::{self, ApplyError};
 use super::super::backoff::ReconcileFailure;
+use super::super::clock::status_time;
 use super::super::context::Context;
 use super::super::manager::Shutdown;
 use super::super::own_writes::OwnWrites;
@@ -189,7 +189,7 @@ async fn reconcile(
         })
         .count()
         .max(1);
-    let now = Time(context.clock.now());
+    let now = status_time(context.clock.now());
     let desired = desired_status(group.status.as_ref(), targets, siblings, &namespace, &now);
     let api: Api<OperatorGroup> = Api::namespaced(context.client.clone(), &namespace);
     let written = apply::apply_status_typed(&api, &name, group.status.as_ref(), &desired)
