@@ -14,8 +14,8 @@
 //! - Complete and Failed plans are records and are never changed again. To retry a failed plan,
 //!   delete it: the Subscription creates a new one.
 //!
-//! Steps, one file each: [`fetch`] (registry) → [`csv_builder`] (pure) → [`status`] (pure), run
-//! by [`reconcile`].
+//! Steps, one file each: `fetch` (registry) → `csv_builder` (pure) → `status` (pure), run
+//! by `reconcile`.
 
 mod csv_builder;
 mod error;

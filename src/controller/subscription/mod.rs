@@ -1,4 +1,4 @@
-//! The Subscription reconciler (and, in [`operator_group`], the small OperatorGroup controller
+//! The Subscription reconciler (and, in `operator_group`, the small OperatorGroup controller
 //! whose `status.namespaces` the CSV reconciler reads).
 //!
 //! A Subscription names a package in a catalog. The reconciler resolves the bundle to install
@@ -7,9 +7,9 @@
 //! progress in the Subscription's status with OLM's fields, states and conditions, including the
 //! pull-secret conditions the CSV reconciler reports on the CSV.
 //!
-//! Steps, one file each: [`observe`] (stores) → [`decide`] (pure) → [`plan_builder`] (pure) and
-//! the create → [`catalog_health`], [`report`], [`status`] (pure) and the status write, in
-//! [`reconcile`].
+//! Steps, one file each: `observe` (stores) → `decide` (pure) → `plan_builder` (pure) and
+//! the create → `catalog_health`, `report`, `status` (pure) and the status write, in
+//! `reconcile`.
 //!
 //! Behaviour worth knowing (OLM's unless noted):
 //! - Deleting a Subscription stops upgrades and nothing else: no finalizer; its InstallPlans are
