@@ -94,14 +94,7 @@ async fn first_install_takes_the_default_channel_head_and_converges_without_writ
     assert_eq!(csv.spec.version.as_deref(), Some("1.2.0"));
     assert_eq!(csv.status, None, "the InstallPlan writes no CSV status");
 
-    let subscription = fixture
-        .wait_subscription("widgets", "installed", |sub| {
-            sub.status.as_ref().is_some_and(|s| {
-                s.installed_csv.as_deref() == Some(csv_name)
-                    && s.state.as_deref() == Some("AtLatestKnown")
-            })
-        })
-        .await;
+    let subscription = fixture.wait_installed("widgets", csv_name).await;
     let status = subscription.status.as_ref().unwrap();
     assert_eq!(status.current_csv.as_deref(), Some(csv_name));
     let reference = status.install_plan_ref.as_ref().unwrap();

@@ -196,7 +196,8 @@ impl Fixture {
     }
 
     /// Waits until `csv` is installed for Subscription `name`: its InstallPlan complete, the CSV
-    /// created, the Subscription at the latest known version with it installed.
+    /// created, the Subscription at the latest known version with it installed and no plan
+    /// pending.
     pub async fn wait_installed(&self, name: &str, csv: &str) -> Subscription {
         self.wait_plan_phase(csv, "Complete").await;
         self.wait_csv(csv).await;
@@ -204,7 +205,7 @@ impl Fixture {
             sub.status.as_ref().is_some_and(|s| {
                 s.installed_csv.as_deref() == Some(csv)
                     && s.state.as_deref() == Some("AtLatestKnown")
-            })
+            }) && condition(sub, "InstallPlanPending").is_none()
         })
         .await
     }
