@@ -259,6 +259,18 @@ where
     if current == Some(status) {
         return Ok(Outcome::Unchanged);
     }
+    patch_status(api, name, status).await?;
+    Ok(Outcome::Applied)
+}
+
+async fn patch_status<K>(
+    api: &Api<K>,
+    name: &str,
+    status: &serde_json::Value,
+) -> Result<K, ApplyError>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
+{
     let kind = K::kind(&()).into_owned();
     let body = serde_json::json!({
         "apiVersion": K::api_version(&()),
@@ -267,6 +279,32 @@ where
     });
     api.patch_status(name, &apply_params(), &Patch::Apply(&body))
         .await
-        .map_err(|source| ApplyError::new("update status of", &kind, name.to_owned(), source))?;
-    Ok(Outcome::Applied)
+        .map_err(|source| ApplyError::new("update status of", &kind, name.to_owned(), source))
+}
+
+/// [`apply_status`] for a typed status: writes `desired` unless it equals `current` (the status
+/// as stored), so a converged object gets no request. Returns the object as written, `None` when
+/// nothing was written.
+pub async fn apply_status_typed<K, S>(
+    api: &Api<K>,
+    name: &str,
+    current: Option<&S>,
+    desired: &S,
+) -> Result<Option<K>, ApplyError>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
+    S: Serialize + PartialEq,
+{
+    if current == Some(desired) {
+        return Ok(None);
+    }
+    let status = serde_json::to_value(desired).map_err(|e| {
+        ApplyError::new(
+            "encode status of",
+            &K::kind(&()),
+            name.to_owned(),
+            kube::Error::SerdeError(e),
+        )
+    })?;
+    patch_status(api, name, &status).await.map(Some)
 }

@@ -60,3 +60,11 @@ pub fn elapsed(earlier: Timestamp, later: Timestamp) -> Duration {
         .try_into()
         .unwrap_or(Duration::ZERO)
 }
+
+/// `now` as a status timestamp: whole seconds, because `metav1.Time` is serialized with second
+/// precision. A status built with it equals the same status read back from the API, so the
+/// "unchanged, skip the write" comparison holds (DESIGN invariant 5).
+pub fn status_time(now: Timestamp) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    let whole = Timestamp::from_second(now.as_second()).unwrap_or(now);
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(whole)
+}

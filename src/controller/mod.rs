@@ -13,6 +13,7 @@ pub mod drift;
 pub mod install_plan;
 pub mod keys;
 pub mod manager;
+pub mod own_writes;
 pub mod resources;
 pub mod source_secrets;
 pub mod stores;

@@ -1,18 +1,103 @@
-//! The install_plan reconciler.
+//! The InstallPlan reconciler: installs what a Subscription resolved.
+//!
+//! - `approved: false` → `phase: RequiresApproval` and nothing else (a person sets
+//!   `spec.approved: true`; that change triggers the next reconcile).
+//! - Approved → `phase: Installing` → pull the bundle image (annotation `opcat.dev/bundle-image`)
+//!   with the catalog's pull secrets, verified and cached by digest → read it as a registry+v1
+//!   bundle → check that opcat can install its CSV → create the CSV (digest-pinned bundle image,
+//!   finalizer set; an existing CSV of that name is left alone) → `phase: Complete` with the
+//!   plan's steps.
+//! - Registry failures that a retry can fix (authentication, network, 5xx) keep the plan
+//!   `Installing` with the error in its status and retry with backoff; a change of the catalog's
+//!   pull Secret retries at once. Invalid content fails the plan for good (`phase: Failed`,
+//!   `Installed=False` / `InstallComponentFailed` with every problem); the Subscription shows it.
+//! - Complete and Failed plans are records and are never changed again. To retry a failed plan,
+//!   delete it: the Subscription creates a new one.
+//!
+//! Steps, one file each: `fetch` (registry) → `csv_builder` (pure) → `status` (pure), run
+//! by `reconcile`.
+
+mod csv_builder;
+mod error;
+mod fetch;
+mod reconcile;
+mod status;
+mod triggers;
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use kube::ResourceExt;
+use kube::runtime::controller::{Action, Config, Controller};
 
 use super::context::Context;
 use super::manager::Shutdown;
+use super::own_writes::OwnWrites;
 use super::stores::Reflectors;
+use crate::api::{CatalogSource, InstallPlan};
+
+pub use error::InstallPlanError;
+pub use fetch::FetchError;
+
+/// Name of this controller in logs.
+const CONTROLLER: &str = "installplan";
+
+/// The reconciler's context: the shared one and the status writes the store may not show yet.
+pub struct InstallPlanContext {
+    pub context: Arc<Context>,
+    own_writes: OwnWrites,
+}
 
 /// Builds the controller; the future runs until `shutdown`.
 pub fn controller(
-    _context: Arc<Context>,
-    _reflectors: &Reflectors,
+    context: Arc<Context>,
+    reflectors: &Reflectors,
     shutdown: Shutdown,
 ) -> BoxFuture<'static, ()> {
-    Box::pin(shutdown)
+    let plans = context.stores.install_plans.clone();
+    let for_catalog = {
+        let plans = plans.clone();
+        move |catalog: Arc<CatalogSource>| triggers::for_catalog_source(&plans, &catalog)
+    };
+    let for_secret = {
+        let plans = plans.clone();
+        let catalogs = context.stores.catalog_sources.clone();
+        context.source_secrets.subscribe().flat_map(move |secret| {
+            futures::stream::iter(triggers::for_source_secret(&plans, &catalogs, &secret))
+        })
+    };
+    Controller::for_shared_stream(reflectors.install_plans.subscribe(), plans)
+        .watches_shared_stream(reflectors.catalog_sources.subscribe(), for_catalog)
+        .reconcile_on(for_secret)
+        .graceful_shutdown_on(shutdown)
+        .with_config(Config::default().concurrency(context.settings.concurrency))
+        .run(
+            reconcile::reconcile,
+            error_policy,
+            Arc::new(InstallPlanContext {
+                context: context.clone(),
+                own_writes: OwnWrites::default(),
+            }),
+        )
+        .for_each(|_| std::future::ready(()))
+        .boxed()
+}
+
+fn error_policy(
+    plan: Arc<InstallPlan>,
+    error: &InstallPlanError,
+    ctx: Arc<InstallPlanContext>,
+) -> Action {
+    ctx.context
+        .backoffs
+        .policy(CONTROLLER, &object_key(&plan), error)
+}
+
+fn object_key(plan: &InstallPlan) -> String {
+    format!(
+        "{CONTROLLER}/{}/{}",
+        plan.namespace().unwrap_or_default(),
+        plan.name_any()
+    )
 }

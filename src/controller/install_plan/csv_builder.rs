@@ -1,0 +1,220 @@
+//! Pure: the ClusterServiceVersion an InstallPlan creates from its bundle, and the plan's
+//! steps (no client).
+//!
+//! The CSV is the bundle's, in the plan's namespace, with opcat's contract on top
+//! ([`crate::controller::keys::csv`]): the bundle image pinned to the digest just pulled, the
+//! catalog, Subscription, InstallPlan and package; the finalizer already set so that no CSV
+//! exists, even briefly, without cleanup; `spec.replaces` rewritten to the installed CSV it
+//! upgrades (empty for a first install), as OLM does; no status.
+
+use std::collections::BTreeMap;
+
+use kube::api::ObjectMeta;
+use kube::{Resource, ResourceExt};
+
+use crate::api::install_plan::{Step, StepResource};
+use crate::api::install_plan_status::STEP_CREATED;
+use crate::api::{ClusterServiceVersion, FINALIZER, InstallPlan};
+use crate::bundle::Bundle;
+use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use crate::controller::keys;
+use crate::pull_secrets::names::label_value;
+
+/// Where the bundle comes from.
+pub struct CsvInputs<'a> {
+    pub plan: &'a InstallPlan,
+    pub bundle_csv: &'a ClusterServiceVersion,
+    /// The bundle image pinned to its digest.
+    pub pinned_image: &'a str,
+    /// Namespace and name of the CatalogSource.
+    pub catalog: (&'a str, &'a str),
+}
+
+/// The CSV to create.
+pub fn build_csv(inputs: &CsvInputs<'_>) -> ClusterServiceVersion {
+    let plan = inputs.plan;
+    let source = inputs.bundle_csv;
+    let plan_annotations = plan.annotations();
+    let (catalog_namespace, catalog_name) = inputs.catalog;
+
+    let mut labels: BTreeMap<String, String> = source.labels().clone();
+    labels.insert(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned());
+    labels.insert(
+        keys::csv::CATALOG_NAMESPACE_LABEL.to_owned(),
+        label_value(catalog_namespace),
+    );
+    labels.insert(
+        keys::csv::CATALOG_NAME_LABEL.to_owned(),
+        label_value(catalog_name),
+    );
+
+    let mut annotations: BTreeMap<String, String> = source.annotations().clone();
+    annotations.insert(
+        keys::csv::BUNDLE_IMAGE.to_owned(),
+        inputs.pinned_image.to_owned(),
+    );
+    annotations.insert(
+        keys::csv::CATALOG.to_owned(),
+        format!("{catalog_namespace}/{catalog_name}"),
+    );
+    annotations.insert(keys::csv::INSTALL_PLAN.to_owned(), plan.name_any());
+    for (from, to) in [
+        (keys::install_plan::SUBSCRIPTION, keys::csv::SUBSCRIPTION),
+        (keys::install_plan::PACKAGE, keys::csv::PACKAGE),
+    ] {
+        if let Some(value) = plan_annotations.get(from) {
+            annotations.insert(to.to_owned(), value.clone());
+        }
+    }
+
+    let mut spec = source.spec.clone();
+    spec.replaces = plan_annotations
+        .get(keys::install_plan::REPLACES)
+        .filter(|replaces| !replaces.is_empty())
+        .cloned();
+
+    ClusterServiceVersion {
+        metadata: ObjectMeta {
+            name: source.metadata.name.clone(),
+            namespace: plan.namespace(),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            finalizers: Some(vec![FINALIZER.to_owned()]),
+            ..ObjectMeta::default()
+        },
+        spec,
+        status: None,
+    }
+}
+
+/// The plan's steps: the CSV (`csv_status`: `Created`, or `Present` when it already existed),
+/// then one per bundle manifest, in file order. The manifests are applied by the CSV
+/// reconciler, which owns them from here on; their steps say `Created` once the CSV that
+/// installs them exists (what OLM shows for a completed plan).
+pub fn steps(bundle: &Bundle, catalog: (&str, &str), csv_status: &str) -> Vec<Step> {
+    let csv_name = bundle.name().to_owned();
+    let (catalog_namespace, catalog_name) = catalog;
+    let resource = |api_version: &str, kind: &str, name: &str| {
+        let (group, version) = match api_version.split_once('/') {
+            Some((group, version)) => (group, version),
+            None => ("", api_version),
+        };
+        StepResource {
+            source_name: catalog_name.to_owned(),
+            source_namespace: catalog_namespace.to_owned(),
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            manifest: None,
+        }
+    };
+    let csv_step = Step {
+        resolving: csv_name.clone(),
+        resource: resource(
+            &ClusterServiceVersion::api_version(&()),
+            &ClusterServiceVersion::kind(&()),
+            &csv_name,
+        ),
+        optional: None,
+        status: csv_status.to_owned(),
+    };
+    std::iter::once(csv_step)
+        .chain(bundle.objects.iter().map(|object| Step {
+            resolving: csv_name.clone(),
+            resource: resource(object.api_version(), object.kind(), object.name()),
+            optional: None,
+            status: STEP_CREATED.to_owned(),
+        }))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Approval, InstallPlanSpec};
+
+    fn plan(replaces: Option<&str>) -> InstallPlan {
+        let mut plan = InstallPlan::new(
+            "install-abcde",
+            InstallPlanSpec {
+                cluster_service_version_names: vec!["widget.v2".into()],
+                approval: Approval::Automatic,
+                approved: true,
+                ..InstallPlanSpec::default()
+            },
+        );
+        plan.metadata.namespace = Some("ops".into());
+        let mut annotations = BTreeMap::from([
+            (
+                keys::install_plan::SUBSCRIPTION.to_owned(),
+                "widgets".to_owned(),
+            ),
+            (keys::install_plan::PACKAGE.to_owned(), "widget".to_owned()),
+        ]);
+        if let Some(replaces) = replaces {
+            annotations.insert(keys::install_plan::REPLACES.to_owned(), replaces.to_owned());
+        }
+        plan.metadata.annotations = Some(annotations);
+        plan
+    }
+
+    fn bundle_csv() -> ClusterServiceVersion {
+        let mut csv = ClusterServiceVersion::new("widget.v2", Default::default());
+        csv.metadata.namespace = Some("placeholder".into());
+        csv.metadata.labels = Some(BTreeMap::from([("tier".to_owned(), "ops".to_owned())]));
+        csv.metadata.annotations = Some(BTreeMap::from([(
+            "capabilities".to_owned(),
+            "Basic Install".to_owned(),
+        )]));
+        csv.spec.replaces = Some("widget.v1.5".into());
+        csv.spec.version = Some("2.0.0".into());
+        csv
+    }
+
+    #[test]
+    fn the_csv_carries_the_contract_and_the_finalizer() {
+        let plan = plan(Some("widget.v1"));
+        let source = bundle_csv();
+        let csv = build_csv(&CsvInputs {
+            plan: &plan,
+            bundle_csv: &source,
+            pinned_image: "registry.example.com/widget-bundle@sha256:abc",
+            catalog: ("olm", "catalog"),
+        });
+        assert_eq!(csv.name_any(), "widget.v2");
+        assert_eq!(csv.namespace().as_deref(), Some("ops"));
+        assert_eq!(csv.finalizers(), [FINALIZER]);
+        assert_eq!(csv.status, None);
+        assert_eq!(csv.spec.replaces.as_deref(), Some("widget.v1"));
+        assert_eq!(csv.spec.version.as_deref(), Some("2.0.0"));
+        let labels = csv.labels();
+        assert_eq!(labels["tier"], "ops");
+        assert_eq!(labels[MANAGED_BY_LABEL], "opcat");
+        assert_eq!(labels[keys::csv::CATALOG_NAMESPACE_LABEL], "olm");
+        assert_eq!(labels[keys::csv::CATALOG_NAME_LABEL], "catalog");
+        let annotations = csv.annotations();
+        assert_eq!(annotations["capabilities"], "Basic Install");
+        assert_eq!(
+            annotations[keys::csv::BUNDLE_IMAGE],
+            "registry.example.com/widget-bundle@sha256:abc"
+        );
+        assert_eq!(annotations[keys::csv::CATALOG], "olm/catalog");
+        assert_eq!(annotations[keys::csv::SUBSCRIPTION], "widgets");
+        assert_eq!(annotations[keys::csv::INSTALL_PLAN], "install-abcde");
+        assert_eq!(annotations[keys::csv::PACKAGE], "widget");
+    }
+
+    #[test]
+    fn a_first_install_replaces_nothing() {
+        let plan = plan(None);
+        let source = bundle_csv();
+        let csv = build_csv(&CsvInputs {
+            plan: &plan,
+            bundle_csv: &source,
+            pinned_image: "x@sha256:abc",
+            catalog: ("olm", "catalog"),
+        });
+        assert_eq!(csv.spec.replaces, None);
+    }
+}

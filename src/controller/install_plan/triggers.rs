@@ -1,0 +1,76 @@
+//! Which InstallPlans to reconcile when a catalog or one of its pull secrets changes: the plans
+//! still installing from that catalog (a fixed Secret retries a failed pull at once). Reads the
+//! stores; no API request.
+
+use kube::ResourceExt;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::api::install_plan_status::{PHASE_COMPLETE, PHASE_FAILED};
+use crate::api::{CatalogSource, InstallPlan};
+use crate::controller::keys;
+use crate::controller::source_secrets::SecretKey;
+
+/// `(namespace, name)` of the CatalogSource a plan installs from.
+pub fn plan_catalog(plan: &InstallPlan) -> Option<(String, String)> {
+    if let Some((namespace, name)) = plan
+        .annotations()
+        .get(keys::install_plan::CATALOG)
+        .and_then(|value| keys::split_ref(value))
+    {
+        return Some((namespace.to_owned(), name.to_owned()));
+    }
+    Some((
+        plan.spec.source_namespace.clone()?,
+        plan.spec.source.clone()?,
+    ))
+}
+
+/// Whether the plan is a record (never changed again).
+pub fn is_finished(plan: &InstallPlan) -> bool {
+    plan.status
+        .as_ref()
+        .is_some_and(|status| matches!(status.phase.as_str(), PHASE_COMPLETE | PHASE_FAILED))
+}
+
+/// Unfinished plans installing from `namespace/name`.
+fn unfinished_from(
+    plans: &Store<InstallPlan>,
+    namespace: &str,
+    name: &str,
+) -> Vec<ObjectRef<InstallPlan>> {
+    plans
+        .state()
+        .iter()
+        .filter(|plan| !is_finished(plan))
+        .filter(|plan| plan_catalog(plan).is_some_and(|(ns, n)| ns == namespace && n == name))
+        .map(|plan| ObjectRef::from_obj(plan.as_ref()))
+        .collect()
+}
+
+/// A CatalogSource changed (for example its `spec.secrets`).
+pub fn for_catalog_source(
+    plans: &Store<InstallPlan>,
+    catalog: &CatalogSource,
+) -> Vec<ObjectRef<InstallPlan>> {
+    unfinished_from(
+        plans,
+        &catalog.namespace().unwrap_or_default(),
+        &catalog.name_any(),
+    )
+}
+
+/// A source Secret changed: the unfinished plans of every catalog that lists it.
+pub fn for_source_secret(
+    plans: &Store<InstallPlan>,
+    catalogs: &Store<CatalogSource>,
+    secret: &SecretKey,
+) -> Vec<ObjectRef<InstallPlan>> {
+    let (namespace, name) = secret;
+    catalogs
+        .state()
+        .iter()
+        .filter(|catalog| catalog.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|catalog| catalog.spec.secret_names().any(|secret| secret == name))
+        .flat_map(|catalog| for_catalog_source(plans, catalog))
+        .collect()
+}

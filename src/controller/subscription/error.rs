@@ -1,0 +1,43 @@
+//! Why a Subscription reconcile failed.
+
+use crate::controller::apply::ApplyError;
+use crate::controller::backoff::ReconcileFailure;
+
+/// A failed Subscription reconcile. Resolution failures are not errors: they are status
+/// (`ResolutionFailed`) and a long requeue.
+#[derive(Debug, thiserror::Error)]
+pub enum SubscriptionError {
+    /// Creating the InstallPlan failed.
+    #[error("cannot create an InstallPlan for CSV {csv} of Subscription {namespace}/{name}")]
+    CreateInstallPlan {
+        namespace: String,
+        name: String,
+        csv: String,
+        #[source]
+        source: ApplyError,
+    },
+    /// Writing the status failed.
+    #[error("cannot write the status of Subscription {namespace}/{name}")]
+    Status {
+        namespace: String,
+        name: String,
+        #[source]
+        source: ApplyError,
+    },
+}
+
+impl ReconcileFailure for SubscriptionError {
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::CreateInstallPlan { source, .. } | Self::Status { source, .. } => source.kind(),
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            Self::CreateInstallPlan { source, .. } | Self::Status { source, .. } => {
+                source.is_transient()
+            }
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The OperatorGroup controller: writes `status.namespaces` (the resolved target namespaces the
+//! CSV reconciler reads) and `lastUpdated`, and flags namespaces with several OperatorGroups
+//! (`MultipleOperatorGroup`, as OLM does). It only computes targets; install-mode checks and the
+//! `NoOperatorGroup`/`TooManyOperatorGroups` CSV failures belong to the CSV reconciler.
+//!
+//! Triggers: OperatorGroups (an OperatorGroup's siblings in its namespace too, for the
+//! several-groups condition) and Namespaces (label changes change selector matches). Shared watch
+//! streams carry no deletions, so while a namespace has several groups the survivors are looked
+//! at again after `wait_requeue`; a terminating namespace is dropped from selector matches as
+//! soon as it starts terminating.
+
+mod targets;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PartialObjectMeta};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt};
+
+use super::super::apply::{self, ApplyError};
+use super::super::backoff::ReconcileFailure;
+use super::super::clock::status_time;
+use super::super::context::Context;
+use super::super::manager::Shutdown;
+use super::super::own_writes::OwnWrites;
+use super::super::stores::Reflectors;
+use crate::api::OperatorGroup;
+
+pub use targets::{InvalidSelector, desired_status, target_namespaces};
+
+/// Name of this controller in logs.
+const CONTROLLER: &str = "operatorgroup";
+
+/// Why an OperatorGroup reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorGroupError {
+    /// The status write failed.
+    #[error("cannot write the status of OperatorGroup {namespace}/{name}")]
+    Status {
+        namespace: String,
+        name: String,
+        #[source]
+        source: ApplyError,
+    },
+}
+
+impl ReconcileFailure for OperatorGroupError {
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Status { source, .. } => source.kind(),
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            Self::Status { source, .. } => source.is_transient(),
+        }
+    }
+}
+
+/// The controller's context: the shared one and the status writes the store may not show yet.
+struct GroupContext {
+    context: Arc<Context>,
+    own_writes: OwnWrites,
+}
+
+/// Builds the OperatorGroup controller; the future runs until `shutdown`.
+pub fn controller(
+    context: Arc<Context>,
+    reflectors: &Reflectors,
+    shutdown: Shutdown,
+) -> BoxFuture<'static, ()> {
+    let groups = context.stores.operator_groups.clone();
+    let for_namespace = {
+        let groups = groups.clone();
+        move |_: Arc<PartialObjectMeta<Namespace>>| groups_with_selector(&groups)
+    };
+    let siblings = {
+        let groups = groups.clone();
+        move |group: Arc<OperatorGroup>| groups_in_namespace(&groups, &group)
+    };
+    Controller::for_shared_stream(reflectors.operator_groups.subscribe(), groups)
+        .watches_shared_stream(reflectors.operator_groups.subscribe(), siblings)
+        .watches_shared_stream(reflectors.namespaces.subscribe(), for_namespace)
+        .graceful_shutdown_on(shutdown)
+        .with_config(Config::default().concurrency(context.settings.concurrency))
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(GroupContext {
+                context,
+                own_writes: OwnWrites::default(),
+            }),
+        )
+        .for_each(|_| std::future::ready(()))
+        .boxed()
+}
+
+fn groups_with_selector(groups: &Store<OperatorGroup>) -> Vec<ObjectRef<OperatorGroup>> {
+    groups
+        .state()
+        .iter()
+        .filter(|group| group.spec.target_namespaces().is_empty() && group.spec.selector.is_some())
+        .map(|group| ObjectRef::from_obj(group.as_ref()))
+        .collect()
+}
+
+fn groups_in_namespace(
+    groups: &Store<OperatorGroup>,
+    group: &OperatorGroup,
+) -> Vec<ObjectRef<OperatorGroup>> {
+    let namespace = group.namespace();
+    groups
+        .state()
+        .iter()
+        .filter(|other| other.namespace() == namespace && other.uid() != group.uid())
+        .map(|other| ObjectRef::from_obj(other.as_ref()))
+        .collect()
+}
+
+fn error_policy(
+    group: Arc<OperatorGroup>,
+    error: &OperatorGroupError,
+    ctx: Arc<GroupContext>,
+) -> Action {
+    ctx.context
+        .backoffs
+        .policy(CONTROLLER, &object_key(&group), error)
+}
+
+fn object_key(group: &OperatorGroup) -> String {
+    format!(
+        "{CONTROLLER}/{}/{}",
+        group.namespace().unwrap_or_default(),
+        group.name_any()
+    )
+}
+
+// Reads the OperatorGroup and Namespace stores; writes only the OperatorGroup's status.
+async fn reconcile(
+    group: Arc<OperatorGroup>,
+    ctx: Arc<GroupContext>,
+) -> Result<Action, OperatorGroupError> {
+    let context = &ctx.context;
+    let namespace = group.namespace().unwrap_or_default();
+    let name = group.name_any();
+    if group.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    if ctx.own_writes.is_stale(
+        group.meta().uid.as_deref(),
+        group.meta().resource_version.as_deref(),
+    ) {
+        // The store still shows the version before our last status write.
+        return Ok(Action::requeue(context.settings.wait_requeue));
+    }
+    if context.stores.namespaces.wait_until_ready().await.is_err() {
+        // The watch is gone: the manager is shutting down.
+        return Ok(Action::await_change());
+    }
+    let namespaces = context.stores.namespaces.state();
+    let existing = namespaces
+        .iter()
+        .filter(|ns| ns.metadata.deletion_timestamp.is_none())
+        .filter_map(|ns| Some((ns.metadata.name.as_deref()?, ns.metadata.labels.as_ref())));
+    let empty = Default::default();
+    let targets = match target_namespaces(
+        Some(&group.spec),
+        existing.map(|(name, labels)| (name, labels.unwrap_or(&empty))),
+    ) {
+        Ok(targets) => targets,
+        Err(error) => {
+            tracing::warn!(%namespace, %name, %error, "OperatorGroup selects no namespace");
+            Vec::new()
+        }
+    };
+    let siblings = context
+        .stores
+        .operator_groups
+        .state()
+        .iter()
+        .filter(|other| {
+            other.namespace().as_deref() == Some(namespace.as_str())
+                && other.meta().deletion_timestamp.is_none()
+        })
+        .count()
+        .max(1);
+    let now = status_time(context.clock.now());
+    let desired = desired_status(group.status.as_ref(), targets, siblings, &namespace, &now);
+    let api: Api<OperatorGroup> = Api::namespaced(context.client.clone(), &namespace);
+    let written = apply::apply_status_typed(&api, &name, group.status.as_ref(), &desired)
+        .await
+        .map_err(|source| OperatorGroupError::Status {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            source,
+        })?;
+    if let Some(written) = written {
+        ctx.own_writes.wrote(
+            &group.uid().unwrap_or_default(),
+            group.meta().resource_version.as_deref(),
+            written.meta().resource_version.as_deref(),
+        );
+        tracing::info!(
+            %namespace,
+            %name,
+            namespaces = ?desired.namespaces,
+            "OperatorGroup target namespaces updated"
+        );
+    }
+    context.backoffs.succeeded(&object_key(&group));
+    Ok(if siblings > 1 {
+        Action::requeue(context.settings.wait_requeue)
+    } else {
+        Action::requeue(context.settings.resync)
+    })
+}

@@ -1,0 +1,296 @@
+//! Subscription → InstallPlan → CSV: first installs, `startingCSV`, resolution failures and
+//! catalog health, through the manager with the real registry.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod subscription_support;
+mod support;
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use opcat::api::{Approval, FINALIZER};
+use opcat::controller::keys;
+use subscription_support::{
+    CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, condition, plan_csvs, plan_phase,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_install_takes_the_default_channel_head_and_converges_without_writes() {
+    let fixture = Fixture::start().await;
+    fixture.subscribe("widgets", |_| {}).await;
+
+    // stable is the default channel; its head is v1.2.0.
+    let csv_name = "widget-operator.v1.2.0";
+    let plan = fixture.wait_plan_phase(csv_name, "Complete").await;
+    assert!(plan.name_any().starts_with("install-"));
+    assert_eq!(plan.spec.approval, Approval::Automatic);
+    assert!(plan.spec.approved);
+    assert_eq!(plan.spec.source.as_deref(), Some(CATALOG));
+    assert_eq!(
+        plan.spec.source_namespace.as_deref(),
+        Some(CATALOG_NAMESPACE)
+    );
+    let annotations = plan.annotations();
+    assert_eq!(annotations[keys::install_plan::BUNDLE_NAME], csv_name);
+    assert_eq!(annotations[keys::install_plan::PACKAGE], "widget-operator");
+    assert_eq!(annotations[keys::install_plan::CHANNEL], "stable");
+    assert_eq!(annotations[keys::install_plan::CATALOG], "olm/examples");
+    assert_eq!(annotations[keys::install_plan::SUBSCRIPTION], "widgets");
+    assert!(!annotations.contains_key(keys::install_plan::REPLACES));
+    let owner = &plan.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Subscription", "widgets")
+    );
+    assert_ne!(owner.controller, Some(true));
+    let status = plan.status.as_ref().unwrap();
+    assert_eq!(status.catalog_sources, [CATALOG]);
+    assert!(status.start_time.is_some());
+    let steps = status.plan.as_ref().unwrap();
+    let described: Vec<(&str, &str, &str)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s.resource.kind.as_str(),
+                s.resource.name.as_str(),
+                s.status.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(described[0], ("ClusterServiceVersion", csv_name, "Created"));
+    assert!(
+        described.contains(&(
+            "CustomResourceDefinition",
+            "widgets.example.opcat.dev",
+            "Created"
+        )),
+        "{described:?}"
+    );
+    assert!(
+        described.contains(&("Service", "widget-controller-metrics", "Created")),
+        "{described:?}"
+    );
+
+    // The CSV: the bundle's, with opcat's contract, the finalizer, the pinned bundle image.
+    let csv = fixture.wait_csv(csv_name).await;
+    assert_eq!(csv.finalizers(), [FINALIZER]);
+    assert_eq!(csv.labels()["app.kubernetes.io/managed-by"], "opcat");
+    assert_eq!(
+        csv.labels()[keys::csv::CATALOG_NAMESPACE_LABEL],
+        CATALOG_NAMESPACE
+    );
+    assert_eq!(csv.labels()[keys::csv::CATALOG_NAME_LABEL], CATALOG);
+    let bundle_image = &csv.annotations()[keys::csv::BUNDLE_IMAGE];
+    let expected_repo = fixture
+        .env
+        .registry
+        .image("opcat-examples/widget-operator-bundle@sha256:");
+    assert!(bundle_image.starts_with(&expected_repo), "{bundle_image}");
+    assert_eq!(csv.annotations()[keys::csv::CATALOG], "olm/examples");
+    assert_eq!(csv.annotations()[keys::csv::SUBSCRIPTION], "widgets");
+    assert_eq!(csv.annotations()[keys::csv::INSTALL_PLAN], plan.name_any());
+    assert_eq!(csv.annotations()[keys::csv::PACKAGE], "widget-operator");
+    assert_eq!(csv.spec.replaces, None, "a first install replaces nothing");
+    assert_eq!(csv.spec.version.as_deref(), Some("1.2.0"));
+    assert_eq!(csv.status, None, "the InstallPlan writes no CSV status");
+
+    let subscription = fixture.wait_installed("widgets", csv_name).await;
+    let status = subscription.status.as_ref().unwrap();
+    assert_eq!(status.current_csv.as_deref(), Some(csv_name));
+    let reference = status.install_plan_ref.as_ref().unwrap();
+    assert_eq!(reference.name.as_deref(), Some(plan.name_any().as_str()));
+    assert_eq!(reference.uid, plan.uid());
+    assert_eq!(status.install_plan.as_ref().unwrap().name, plan.name_any());
+    assert_eq!(status.install_plan_generation, plan.spec.generation);
+    let health = status.catalog_health.as_ref().unwrap();
+    assert_eq!(health.len(), 1);
+    assert!(health[0].healthy);
+    assert_eq!(health[0].catalog_source_ref.name.as_deref(), Some(CATALOG));
+    let unhealthy = condition(&subscription, "CatalogSourcesUnhealthy").unwrap();
+    assert_eq!(
+        (unhealthy.status.as_str(), unhealthy.reason.as_deref()),
+        ("False", Some("AllCatalogSourcesHealthy"))
+    );
+    assert!(condition(&subscription, "InstallPlanPending").is_none());
+    assert!(condition(&subscription, "ResolutionFailed").is_none());
+
+    // The CSV reconciler's job (faked here): the operator runs. Nothing newer: nothing changes.
+    fixture.set_csv_phase(csv_name, "Succeeded").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    fixture
+        .assert_no_writes_for(Duration::from_secs(3), "converged Subscription")
+        .await;
+    assert_eq!(plan_csvs(&fixture.plans()), [csv_name]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starting_csv_installs_that_version_then_upgrades_from_it() {
+    let fixture = Fixture::start().await;
+    fixture
+        .subscribe("widgets", |spec| {
+            spec.channel = Some("stable".into());
+            spec.starting_csv = Some("widget-operator.v1.0.0".into());
+        })
+        .await;
+    fixture
+        .wait_installed("widgets", "widget-operator.v1.0.0")
+        .await;
+    let csv = fixture.wait_csv("widget-operator.v1.0.0").await;
+    assert_eq!(csv.spec.version.as_deref(), Some("1.0.0"));
+    // Not before the installed CSV succeeded.
+    assert_eq!(fixture.plans().len(), 1);
+
+    fixture
+        .set_csv_phase("widget-operator.v1.0.0", "Succeeded")
+        .await;
+    // v1.2.0's skipRange (>=1.0.0 <1.2.0) covers 1.0.0 and it is closest to the head: OLM v0
+    // jumps straight there, over v1.1.0.
+    fixture
+        .wait_upgrade("widget-operator.v1.0.0", "widget-operator.v1.2.0")
+        .await;
+    assert_eq!(
+        plan_csvs(&fixture.plans()),
+        ["widget-operator.v1.0.0", "widget-operator.v1.2.0"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resolution_failures_and_unhealthy_catalogs_are_reported_without_install_plans() {
+    let fixture = Fixture::start().await;
+    fixture
+        .subscribe("no-package", |spec| {
+            spec.package = "nonexistent-operator".into()
+        })
+        .await;
+    fixture
+        .subscribe("no-channel", |spec| spec.channel = Some("beta".into()))
+        .await;
+    fixture
+        .subscribe("no-starting-csv", |spec| {
+            spec.starting_csv = Some("widget-operator.v9.9.9".into())
+        })
+        .await;
+    fixture
+        .subscribe("no-catalog", |spec| spec.catalog_source = "missing".into())
+        .await;
+    // A catalog whose image could not be read: unhealthy and not loaded.
+    fixture.create_catalog_source("sick").await;
+    fixture
+        .set_catalog_status(
+            "sick",
+            "TRANSIENT_FAILURE",
+            &opcat::registry::Digest::sha256_of(b"none"),
+        )
+        .await;
+    fixture
+        .subscribe("sick-catalog", |spec| spec.catalog_source = "sick".into())
+        .await;
+
+    let cases = [
+        (
+            "no-package",
+            "constraints not satisfiable: no operators found in package nonexistent-operator in \
+             the catalog referenced by subscription no-package, subscription no-package exists",
+        ),
+        (
+            "no-channel",
+            "constraints not satisfiable: no operators found in channel beta of package \
+             widget-operator in the catalog referenced by subscription no-channel, subscription \
+             no-channel exists",
+        ),
+        (
+            "no-starting-csv",
+            "constraints not satisfiable: no operators found with name widget-operator.v9.9.9 in \
+             channel stable of package widget-operator in the catalog referenced by subscription \
+             no-starting-csv, subscription no-starting-csv exists",
+        ),
+        (
+            "no-catalog",
+            "constraints not satisfiable: no operators found from catalog missing in namespace \
+             olm referenced by subscription no-catalog, subscription no-catalog exists",
+        ),
+    ];
+    for (name, message) in cases {
+        let subscription = fixture
+            .wait_condition(name, "ResolutionFailed", "True")
+            .await;
+        let failed = condition(&subscription, "ResolutionFailed").unwrap();
+        assert_eq!(
+            failed.reason.as_deref(),
+            Some("ConstraintsNotSatisfiable"),
+            "{name}"
+        );
+        assert_eq!(failed.message.as_deref(), Some(message), "{name}");
+        assert!(
+            subscription.status.as_ref().unwrap().current_csv.is_none(),
+            "{name}"
+        );
+    }
+
+    let missing = fixture
+        .wait_condition("no-catalog", "CatalogSourcesUnhealthy", "True")
+        .await;
+    let health = condition(&missing, "CatalogSourcesUnhealthy").unwrap();
+    assert_eq!(
+        health.reason.as_deref(),
+        Some("UnhealthyCatalogSourceFound")
+    );
+    assert_eq!(
+        health.message.as_deref(),
+        Some("targeted catalogsource olm/missing missing")
+    );
+
+    let sick = fixture
+        .wait_condition("sick-catalog", "CatalogSourcesUnhealthy", "True")
+        .await;
+    let health = condition(&sick, "CatalogSourcesUnhealthy").unwrap();
+    assert_eq!(
+        health.message.as_deref(),
+        Some("targeted catalogsource olm/sick unhealthy")
+    );
+    let entries = sick
+        .status
+        .as_ref()
+        .unwrap()
+        .catalog_health
+        .as_ref()
+        .unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.catalog_source_ref.name.as_deref() == Some("sick") && !e.healthy)
+    );
+    assert!(
+        condition(&sick, "ResolutionFailed").is_none(),
+        "nothing resolved yet"
+    );
+
+    assert!(
+        fixture.plans().is_empty(),
+        "no InstallPlan for unresolvable Subscriptions"
+    );
+
+    // Fixing the channel resolves and installs; the failure is cleared.
+    let api: kube::Api<opcat::api::Subscription> =
+        kube::Api::namespaced(fixture.env.client.clone(), NAMESPACE);
+    api.patch(
+        "no-channel",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"channel": "fast"}})),
+    )
+    .await
+    .unwrap();
+    let plan = fixture
+        .wait_plan_phase("widget-operator.v2.0.0", "Complete")
+        .await;
+    assert_eq!(plan_phase(&plan), "Complete");
+    let fixed = fixture
+        .wait_subscription("no-channel", "resolution failure cleared", |sub| {
+            condition(sub, "ResolutionFailed").is_none()
+        })
+        .await;
+    assert_eq!(
+        fixed.status.as_ref().unwrap().current_csv.as_deref(),
+        Some("widget-operator.v2.0.0")
+    );
+}

@@ -1,0 +1,377 @@
+//! Shared setup of the Subscription and InstallPlan tests: the harness's registry and API server,
+//! a CatalogSource `olm/examples` with the registry's pull secret, and the example catalog loaded
+//! into the manager's memory the way the CatalogSource reconciler would (with a READY status),
+//! so that these reconcilers are tested on their own.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use opcat::api::{
+    CatalogSource, CatalogSourceSpec, ClusterServiceVersion, InstallPlan, Subscription,
+    SubscriptionSpec,
+};
+use opcat::controller::catalogs::LoadedCatalog;
+use opcat::fbc::{Catalog, DeclarativeConfig};
+use opcat::registry::Digest;
+use serde_json::json;
+
+use crate::support::{Env, REGISTRY_PASSWORD, REGISTRY_USER};
+
+/// Namespace of the example CatalogSource.
+pub const CATALOG_NAMESPACE: &str = "olm";
+/// Name of the example CatalogSource.
+pub const CATALOG: &str = "examples";
+/// Its pull secret.
+pub const PULL_SECRET: &str = "registry-creds";
+/// Namespace the tests subscribe in.
+pub const NAMESPACE: &str = "operators";
+/// Generous: the machine is slow and shared.
+pub const TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A running manager with the example catalog available.
+pub struct Fixture {
+    pub env: Env,
+}
+
+impl Fixture {
+    /// Registry, API server, manager (with a short resync so steady-state checks see many
+    /// reconciles), namespaces, the pull secret and the CatalogSource with the full example
+    /// catalog loaded.
+    pub async fn start() -> Self {
+        let mut env = Env::new().await;
+        env.start_manager_with(opcat::controller::context::Settings {
+            resync: Duration::from_millis(500),
+            ..Env::settings()
+        });
+        env.namespace(CATALOG_NAMESPACE).await;
+        env.namespace(NAMESPACE).await;
+        env.create(&env.pull_secret(CATALOG_NAMESPACE, PULL_SECRET))
+            .await;
+        let fixture = Self { env };
+        fixture.create_catalog_source(CATALOG).await;
+        fixture
+            .load_catalog(full_catalog(&fixture.env), "full")
+            .await;
+        fixture
+    }
+
+    /// Creates a CatalogSource in `olm` for the example catalog image, with the pull secret.
+    pub async fn create_catalog_source(&self, name: &str) {
+        let mut catalog = CatalogSource::new(
+            name,
+            CatalogSourceSpec {
+                source_type: "grpc".into(),
+                image: Some(self.env.images.catalog.clone()),
+                secrets: Some(vec![PULL_SECRET.into()]),
+                ..CatalogSourceSpec::default()
+            },
+        );
+        catalog.metadata.namespace = Some(CATALOG_NAMESPACE.into());
+        self.env.create(&catalog).await;
+    }
+
+    /// Writes a CatalogSource status as the CatalogSource reconciler would.
+    pub async fn set_catalog_status(&self, name: &str, state: &str, digest: &Digest) {
+        let api: Api<CatalogSource> = Api::namespaced(self.env.client.clone(), CATALOG_NAMESPACE);
+        api.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "connectionState": {"lastObservedState": state},
+                "resolvedImageDigest": digest.to_string(),
+            }})),
+        )
+        .await
+        .expect("patch CatalogSource status");
+    }
+
+    /// Puts `catalog` in memory for `olm/examples` and marks the CatalogSource READY with a
+    /// digest derived from `variant` (a new digest, as after a catalog poll, triggers the
+    /// Subscriptions).
+    pub async fn load_catalog(&self, catalog: Catalog, variant: &str) {
+        let digest = Digest::sha256_of(variant.as_bytes());
+        self.env.context().catalogs.insert(
+            CATALOG_NAMESPACE,
+            CATALOG,
+            Arc::new(LoadedCatalog {
+                digest: digest.clone(),
+                image: self.env.images.catalog.clone(),
+                catalog,
+                loaded_at: Timestamp::now(),
+            }),
+        );
+        self.set_catalog_status(CATALOG, "READY", &digest).await;
+    }
+
+    /// Creates a Subscription in [`NAMESPACE`] for `package` from `olm/examples`.
+    pub async fn subscribe(&self, name: &str, edit: impl FnOnce(&mut SubscriptionSpec)) {
+        let mut spec = SubscriptionSpec {
+            catalog_source: CATALOG.into(),
+            catalog_source_namespace: CATALOG_NAMESPACE.into(),
+            package: "widget-operator".into(),
+            ..SubscriptionSpec::default()
+        };
+        edit(&mut spec);
+        let mut subscription = Subscription::new(name, spec);
+        subscription.metadata.namespace = Some(NAMESPACE.into());
+        self.env.create(&subscription).await;
+    }
+
+    /// Waits until the Subscription satisfies `ready`.
+    pub async fn wait_subscription(
+        &self,
+        name: &str,
+        what: &str,
+        ready: impl Fn(&Subscription) -> bool,
+    ) -> Subscription {
+        let found = self
+            .env
+            .wait_for::<Subscription>(NAMESPACE, name, TIMEOUT, |sub| ready(sub))
+            .await;
+        assert!(ready(&found), "{what}");
+        found
+    }
+
+    /// Waits until the Subscription has a condition of `type_` with `status`.
+    pub async fn wait_condition(&self, name: &str, type_: &str, status: &str) -> Subscription {
+        self.wait_subscription(name, type_, |sub| {
+            condition(sub, type_).is_some_and(|c| c.status == status)
+        })
+        .await
+    }
+
+    /// The InstallPlans in [`NAMESPACE`], oldest first.
+    pub fn plans(&self) -> Vec<InstallPlan> {
+        let mut plans = self.env.api.list::<InstallPlan>(Some(NAMESPACE));
+        plans.sort_by_key(|plan| plan.spec.generation);
+        plans
+    }
+
+    /// The InstallPlans in [`NAMESPACE`] for `csv`.
+    pub fn plans_for(&self, csv: &str) -> Vec<InstallPlan> {
+        self.plans()
+            .into_iter()
+            .filter(|plan| {
+                plan.spec
+                    .cluster_service_version_names
+                    .iter()
+                    .any(|c| c == csv)
+            })
+            .collect()
+    }
+
+    /// Waits for the (single) InstallPlan for `csv` to satisfy `ready`.
+    pub async fn wait_plan(
+        &self,
+        csv: &str,
+        what: &str,
+        ready: impl Fn(&InstallPlan) -> bool,
+    ) -> InstallPlan {
+        self.env
+            .wait_until(what, TIMEOUT, || self.plans_for(csv).iter().any(&ready))
+            .await;
+        let plans = self.plans_for(csv);
+        assert_eq!(
+            plans.len(),
+            1,
+            "exactly one InstallPlan for {csv}: {plans:#?}"
+        );
+        plans.into_iter().next().unwrap()
+    }
+
+    /// Waits for the plan of `csv` to reach `phase`.
+    pub async fn wait_plan_phase(&self, csv: &str, phase: &str) -> InstallPlan {
+        self.wait_plan(
+            csv,
+            &format!("InstallPlan for {csv} reaches {phase}"),
+            |plan| plan_phase(plan) == phase,
+        )
+        .await
+    }
+
+    /// Waits until `csv` is installed for Subscription `name`: its InstallPlan complete, the CSV
+    /// created, the Subscription at the latest known version with it installed and no plan
+    /// pending.
+    pub async fn wait_installed(&self, name: &str, csv: &str) -> Subscription {
+        self.wait_plan_phase(csv, "Complete").await;
+        self.wait_csv(csv).await;
+        self.wait_subscription(name, &format!("{csv} installed"), |sub| {
+            sub.status.as_ref().is_some_and(|s| {
+                s.installed_csv.as_deref() == Some(csv)
+                    && s.state.as_deref() == Some("AtLatestKnown")
+            }) && condition(sub, "InstallPlanPending").is_none()
+        })
+        .await
+    }
+
+    /// Waits for the upgrade `from` → `to`: its InstallPlan completes with the `replaces`
+    /// annotation, and the new CSV replaces the old one.
+    pub async fn wait_upgrade(&self, from: &str, to: &str) -> InstallPlan {
+        let plan = self.wait_plan_phase(to, "Complete").await;
+        assert_eq!(
+            plan.annotations()[opcat::controller::keys::install_plan::REPLACES],
+            from
+        );
+        let csv = self.wait_csv(to).await;
+        assert_eq!(csv.spec.replaces.as_deref(), Some(from));
+        plan
+    }
+
+    /// Waits for the CSV to exist.
+    pub async fn wait_csv(&self, name: &str) -> ClusterServiceVersion {
+        self.env
+            .wait_for::<ClusterServiceVersion>(NAMESPACE, name, TIMEOUT, |_| true)
+            .await
+    }
+
+    /// Sets a CSV's phase, as the CSV reconciler would.
+    pub async fn set_csv_phase(&self, name: &str, phase: &str) {
+        let api: Api<ClusterServiceVersion> = Api::namespaced(self.env.client.clone(), NAMESPACE);
+        api.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": phase}})),
+        )
+        .await
+        .expect("patch CSV status");
+    }
+
+    /// Approves an InstallPlan.
+    pub async fn approve(&self, plan: &str) {
+        let api: Api<InstallPlan> = Api::namespaced(self.env.client.clone(), NAMESPACE);
+        api.patch(
+            plan,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"approved": true}})),
+        )
+        .await
+        .expect("approve InstallPlan");
+    }
+
+    /// Replaces the pull secret's content.
+    pub async fn set_pull_secret(&self, dockerconfigjson: &str) {
+        let api: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(self.env.client.clone(), CATALOG_NAMESPACE);
+        let secret = crate::support::pull_secret(CATALOG_NAMESPACE, PULL_SECRET, dockerconfigjson);
+        api.replace(PULL_SECRET, &PostParams::default(), &secret)
+            .await
+            .expect("replace pull secret");
+    }
+
+    /// A dockerconfigjson with a wrong password for the test registry.
+    pub fn wrong_credentials(&self) -> String {
+        test_registry::dockerconfigjson(&self.env.registry.host, REGISTRY_USER, "not-the-password")
+    }
+
+    /// The right credentials.
+    pub fn right_credentials(&self) -> String {
+        test_registry::dockerconfigjson(&self.env.registry.host, REGISTRY_USER, REGISTRY_PASSWORD)
+    }
+
+    /// Waits `settle`, then asserts that nothing was written meanwhile.
+    pub async fn assert_no_writes_for(&self, settle: Duration, what: &str) {
+        self.env.api.reset_counts();
+        tokio::time::sleep(settle).await;
+        let counts = self.env.api.request_counts();
+        let writes: Vec<_> = counts
+            .iter()
+            .filter(|(key, count)| key.verb.is_write() && *count > 0)
+            .map(|(key, count)| format!("{key:?} x{count}"))
+            .collect();
+        assert_eq!(
+            counts.writes(),
+            0,
+            "{what}: writes at steady state: {writes:?}"
+        );
+    }
+}
+
+/// The phase of an InstallPlan ("" before its first status).
+pub fn plan_phase(plan: &InstallPlan) -> &str {
+    plan.status
+        .as_ref()
+        .map_or("", |status| status.phase.as_str())
+}
+
+/// The Subscription condition of `type_`.
+pub fn condition<'a>(
+    subscription: &'a Subscription,
+    type_: &str,
+) -> Option<&'a opcat::api::subscription::SubscriptionCondition> {
+    subscription
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// The example catalog, as pushed to the test registry.
+pub fn full_catalog(env: &Env) -> Catalog {
+    Catalog::load(&env.images.catalog_dir).expect("example catalog loads")
+}
+
+/// The example catalog with only the widget-operator entries `keep(channel, bundle)` accepts
+/// (channels left empty are dropped; bundles no channel lists are dropped).
+pub fn widget_catalog(env: &Env, keep: impl Fn(&str, &str) -> bool) -> Catalog {
+    let mut config = opcat::fbc::load(&env.images.catalog_dir).expect("example catalog loads");
+    filter(&mut config, "widget-operator", keep);
+    Catalog::new(config).expect("filtered catalog is valid")
+}
+
+fn filter(config: &mut DeclarativeConfig, package: &str, keep: impl Fn(&str, &str) -> bool) {
+    for channel in config.channels.iter_mut().filter(|c| c.package == package) {
+        let name = channel.name.clone();
+        channel.entries.retain(|entry| keep(&name, &entry.name));
+    }
+    config
+        .channels
+        .retain(|channel| channel.package != package || !channel.entries.is_empty());
+    let listed: BTreeSet<String> = config
+        .channels
+        .iter()
+        .filter(|c| c.package == package)
+        .flat_map(|c| c.entries.iter().map(|e| e.name.clone()))
+        .collect();
+    config
+        .bundles
+        .retain(|bundle| bundle.package != package || listed.contains(&bundle.name));
+}
+
+/// Writes `files` (relative path → content) under `dir`.
+pub fn write_tree(dir: &Path, files: &BTreeMap<&str, String>) {
+    for (path, content) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+}
+
+/// The CSV names of the InstallPlans, oldest first.
+pub fn plan_csvs(plans: &[InstallPlan]) -> Vec<String> {
+    plans
+        .iter()
+        .flat_map(|plan| plan.spec.cluster_service_version_names.clone())
+        .collect()
+}
+
+/// Name of an object.
+pub fn name_of<K: kube::Resource>(object: &K) -> String {
+    object.name_any()
+}
+
+/// An ObjectMeta in [`NAMESPACE`].
+pub fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(NAMESPACE.into()),
+        ..ObjectMeta::default()
+    }
+}

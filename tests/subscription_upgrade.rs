@@ -1,0 +1,184 @@
+//! Manual approval and upgrades when the catalog gains newer versions (replaces, skips and
+//! skipRange edges of the example catalog).
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod subscription_support;
+mod support;
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use opcat::api::Approval;
+use opcat::controller::keys;
+use subscription_support::{Fixture, NAMESPACE, condition, plan_csvs, plan_phase, widget_catalog};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_approval_waits_for_approval_then_installs() {
+    let fixture = Fixture::start().await;
+    fixture
+        .subscribe("widgets", |spec| {
+            spec.install_plan_approval = Some(Approval::Manual)
+        })
+        .await;
+    let csv_name = "widget-operator.v1.2.0";
+    let plan = fixture.wait_plan_phase(csv_name, "RequiresApproval").await;
+    assert_eq!(plan.spec.approval, Approval::Manual);
+    assert!(!plan.spec.approved);
+
+    let subscription = fixture
+        .wait_subscription("widgets", "waits for approval", |sub| {
+            condition(sub, "InstallPlanPending")
+                .is_some_and(|c| c.reason.as_deref() == Some("RequiresApproval"))
+        })
+        .await;
+    let status = subscription.status.as_ref().unwrap();
+    assert_eq!(status.state.as_deref(), Some("UpgradePending"));
+    assert_eq!(status.current_csv.as_deref(), Some(csv_name));
+    assert_eq!(status.installed_csv, None);
+    assert_eq!(
+        status.install_plan_ref.as_ref().unwrap().name.as_deref(),
+        Some(plan.name_any().as_str())
+    );
+    let pending = condition(&subscription, "InstallPlanPending").unwrap();
+    assert!(
+        pending
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("spec.approved"),
+        "{pending:?}"
+    );
+    assert!(
+        fixture
+            .env
+            .api
+            .get::<opcat::api::ClusterServiceVersion>(NAMESPACE, csv_name)
+            .is_none(),
+        "nothing is installed before approval"
+    );
+    // Waiting is steady: no writes while the plan waits.
+    fixture
+        .assert_no_writes_for(Duration::from_secs(2), "a plan waiting for approval")
+        .await;
+
+    fixture.approve(&plan.name_any()).await;
+    let installed = fixture.wait_installed("widgets", csv_name).await;
+    assert!(condition(&installed, "InstallPlanPending").is_none());
+    assert_eq!(fixture.plans().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
+    let fixture = Fixture::start().await;
+    // The catalog first offers only v1.0.0.
+    fixture
+        .load_catalog(
+            widget_catalog(&fixture.env, |_, bundle| bundle == "widget-operator.v1.0.0"),
+            "only-1.0.0",
+        )
+        .await;
+    fixture.subscribe("widgets", |_| {}).await;
+    fixture
+        .wait_installed("widgets", "widget-operator.v1.0.0")
+        .await;
+    fixture
+        .set_csv_phase("widget-operator.v1.0.0", "Succeeded")
+        .await;
+
+    // A catalog poll brings v1.1.0 and v1.2.0 (stable): v1.2.0's skipRange covers 1.0.0 and it
+    // is closest to the head, so the upgrade jumps over v1.1.0.
+    fixture
+        .load_catalog(
+            widget_catalog(&fixture.env, |channel, _| channel == "stable"),
+            "stable-1.2.0",
+        )
+        .await;
+    let upgrade = fixture
+        .wait_upgrade("widget-operator.v1.0.0", "widget-operator.v1.2.0")
+        .await;
+    let subscription = fixture
+        .wait_subscription("widgets", "v1.2.0 installed", |sub| {
+            sub.status
+                .as_ref()
+                .is_some_and(|s| s.installed_csv.as_deref() == Some("widget-operator.v1.2.0"))
+        })
+        .await;
+    let status = subscription.status.as_ref().unwrap();
+    assert_eq!(
+        status.current_csv.as_deref(),
+        Some("widget-operator.v1.2.0")
+    );
+    assert_eq!(
+        status.install_plan_ref.as_ref().unwrap().name.as_deref(),
+        Some(upgrade.name_any().as_str())
+    );
+
+    // Switching to fast, where v2.0.0 replaces v1.2.0: nothing happens until v1.2.0 succeeded
+    // (upgrades are not chained while one is in flight)...
+    fixture
+        .load_catalog(widget_catalog(&fixture.env, |_, _| true), "full")
+        .await;
+    let api: kube::Api<opcat::api::Subscription> =
+        kube::Api::namespaced(fixture.env.client.clone(), NAMESPACE);
+    api.patch(
+        "widgets",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"channel": "fast"}})),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        plan_csvs(&fixture.plans()),
+        ["widget-operator.v1.0.0", "widget-operator.v1.2.0"]
+    );
+    // ...then the replaces edge leads to v2.0.0.
+    fixture
+        .set_csv_phase("widget-operator.v1.2.0", "Succeeded")
+        .await;
+    let upgrade = fixture
+        .wait_upgrade("widget-operator.v1.2.0", "widget-operator.v2.0.0")
+        .await;
+    assert_eq!(upgrade.annotations()[keys::install_plan::CHANNEL], "fast");
+    assert_eq!(
+        plan_csvs(&fixture.plans()),
+        [
+            "widget-operator.v1.0.0",
+            "widget-operator.v1.2.0",
+            "widget-operator.v2.0.0"
+        ]
+    );
+    assert!(
+        fixture
+            .plans()
+            .iter()
+            .all(|plan| plan_phase(plan) == "Complete")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skipped_release_upgrades_through_the_skips_edge() {
+    let fixture = Fixture::start().await;
+    // fast without v2.0.0: head v1.2.0, which skips the bad release v1.1.1.
+    fixture
+        .load_catalog(
+            widget_catalog(&fixture.env, |_, bundle| bundle != "widget-operator.v2.0.0"),
+            "fast-without-2.0.0",
+        )
+        .await;
+    fixture
+        .subscribe("widgets", |spec| {
+            spec.channel = Some("fast".into());
+            spec.starting_csv = Some("widget-operator.v1.1.1".into());
+        })
+        .await;
+    fixture
+        .wait_installed("widgets", "widget-operator.v1.1.1")
+        .await;
+    fixture
+        .set_csv_phase("widget-operator.v1.1.1", "Succeeded")
+        .await;
+    fixture
+        .wait_upgrade("widget-operator.v1.1.1", "widget-operator.v1.2.0")
+        .await;
+}
