@@ -173,14 +173,13 @@ async fn resolution_failures_and_unhealthy_catalogs_are_reported_without_install
     fixture
         .subscribe("no-catalog", |spec| spec.catalog_source = "missing".into())
         .await;
-    // A catalog whose image could not be read: unhealthy and not loaded.
-    fixture.create_catalog_source("sick").await;
+    // A catalog whose image cannot be read (no such tag): unhealthy and not loaded.
+    let missing_image = fixture
+        .env
+        .registry
+        .image("opcat-examples/catalog:does-not-exist");
     fixture
-        .set_catalog_status(
-            "sick",
-            "TRANSIENT_FAILURE",
-            &opcat::registry::Digest::sha256_of(b"none"),
-        )
+        .create_catalog_source_for("sick", &missing_image)
         .await;
     fixture
         .subscribe("sick-catalog", |spec| spec.catalog_source = "sick".into())

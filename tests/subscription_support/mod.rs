@@ -1,27 +1,24 @@
 //! Shared setup of the Subscription and InstallPlan tests: the harness's registry and API server,
-//! a CatalogSource `olm/examples` with the registry's pull secret, and the example catalog loaded
-//! into the manager's memory the way the CatalogSource reconciler would (with a READY status),
-//! so that these reconcilers are tested on their own.
+//! a CatalogSource `olm/examples` with the registry's pull secret, and catalogs published the way
+//! an admin does it: pushed as an image and named in the CatalogSource, loaded by the real
+//! CatalogSource reconciler.
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use opcat::api::{
     CatalogSource, CatalogSourceSpec, ClusterServiceVersion, InstallPlan, Subscription,
     SubscriptionSpec,
 };
-use opcat::controller::catalogs::LoadedCatalog;
 use opcat::fbc::{Catalog, DeclarativeConfig};
-use opcat::registry::Digest;
+use opcat::registry::ImageRef;
 use serde_json::json;
 
-use crate::support::{Env, REGISTRY_PASSWORD, REGISTRY_USER};
+use crate::support::{Env, REGISTRY_PASSWORD, REGISTRY_USER, keyring_for};
 
 /// Namespace of the example CatalogSource.
 pub const CATALOG_NAMESPACE: &str = "olm";
@@ -63,11 +60,17 @@ impl Fixture {
 
     /// Creates a CatalogSource in `olm` for the example catalog image, with the pull secret.
     pub async fn create_catalog_source(&self, name: &str) {
+        self.create_catalog_source_for(name, &self.env.images.catalog.clone())
+            .await;
+    }
+
+    /// Creates a CatalogSource in `olm` for `image`, with the pull secret.
+    pub async fn create_catalog_source_for(&self, name: &str, image: &str) {
         let mut catalog = CatalogSource::new(
             name,
             CatalogSourceSpec {
                 source_type: "grpc".into(),
-                image: Some(self.env.images.catalog.clone()),
+                image: Some(image.to_owned()),
                 secrets: Some(vec![PULL_SECRET.into()]),
                 ..CatalogSourceSpec::default()
             },
@@ -76,37 +79,47 @@ impl Fixture {
         self.env.create(&catalog).await;
     }
 
-    /// Writes a CatalogSource status as the CatalogSource reconciler would.
-    pub async fn set_catalog_status(&self, name: &str, state: &str, digest: &Digest) {
+    /// Publishes `config` as the catalog image tag `variant` and points the CatalogSource at it,
+    /// then waits until the CatalogSource reconciler has loaded it (a new digest triggers the
+    /// Subscriptions, as after a catalog poll).
+    pub async fn load_catalog(&self, config: DeclarativeConfig, variant: &str) {
+        Catalog::new(config.clone()).expect("test catalog is valid");
+        let dir = self.env.registry.scratch(&format!("catalog-{variant}"));
+        let mut json = Vec::new();
+        opcat::fbc::render::render(&config, &mut json).expect("render catalog");
+        std::fs::write(dir.join("catalog.json"), json).expect("write catalog");
+        let built = opcat::registry::push::build_catalog_image(&dir).expect("build catalog image");
+        let image = self
+            .env
+            .registry
+            .image(&format!("opcat-examples/catalog:{variant}"));
+        let reference: ImageRef = image.parse().expect("catalog image reference");
+        let digest = self
+            .env
+            .opcat_registry
+            .push(&reference, &built, &keyring_for(&self.env.registry))
+            .await
+            .expect("push catalog image");
         let api: Api<CatalogSource> = Api::namespaced(self.env.client.clone(), CATALOG_NAMESPACE);
-        api.patch_status(
-            name,
+        api.patch(
+            CATALOG,
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "connectionState": {"lastObservedState": state},
-                "resolvedImageDigest": digest.to_string(),
-            }})),
+            &Patch::Merge(json!({"spec": {"image": image}})),
         )
         .await
-        .expect("patch CatalogSource status");
-    }
-
-    /// Puts `catalog` in memory for `olm/examples` and marks the CatalogSource READY with a
-    /// digest derived from `variant` (a new digest, as after a catalog poll, triggers the
-    /// Subscriptions).
-    pub async fn load_catalog(&self, catalog: Catalog, variant: &str) {
-        let digest = Digest::sha256_of(variant.as_bytes());
-        self.env.context().catalogs.insert(
-            CATALOG_NAMESPACE,
-            CATALOG,
-            Arc::new(LoadedCatalog {
-                digest: digest.clone(),
-                image: self.env.images.catalog.clone(),
-                catalog,
-                loaded_at: Timestamp::now(),
-            }),
-        );
-        self.set_catalog_status(CATALOG, "READY", &digest).await;
+        .expect("point the CatalogSource at the new image");
+        let digest = digest.to_string();
+        self.env
+            .wait_for::<CatalogSource>(CATALOG_NAMESPACE, CATALOG, TIMEOUT, |catalog| {
+                catalog.status.as_ref().is_some_and(|status| {
+                    status.resolved_image_digest.as_deref() == Some(digest.as_str())
+                        && status
+                            .connection_state
+                            .as_ref()
+                            .is_some_and(|state| state.last_observed_state == "READY")
+                })
+            })
+            .await;
     }
 
     /// Creates a Subscription in [`NAMESPACE`] for `package` from `olm/examples`.
@@ -314,16 +327,16 @@ pub fn condition<'a>(
 }
 
 /// The example catalog, as pushed to the test registry.
-pub fn full_catalog(env: &Env) -> Catalog {
-    Catalog::load(&env.images.catalog_dir).expect("example catalog loads")
+pub fn full_catalog(env: &Env) -> DeclarativeConfig {
+    opcat::fbc::load(&env.images.catalog_dir).expect("example catalog loads")
 }
 
 /// The example catalog with only the widget-operator entries `keep(channel, bundle)` accepts
 /// (channels left empty are dropped; bundles no channel lists are dropped).
-pub fn widget_catalog(env: &Env, keep: impl Fn(&str, &str) -> bool) -> Catalog {
+pub fn widget_catalog(env: &Env, keep: impl Fn(&str, &str) -> bool) -> DeclarativeConfig {
     let mut config = opcat::fbc::load(&env.images.catalog_dir).expect("example catalog loads");
     filter(&mut config, "widget-operator", keep);
-    Catalog::new(config).expect("filtered catalog is valid")
+    config
 }
 
 fn filter(config: &mut DeclarativeConfig, package: &str, keep: impl Fn(&str, &str) -> bool) {
