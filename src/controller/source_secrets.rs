@@ -107,6 +107,9 @@ impl SourceSecrets {
         catalog_sources: Store<CatalogSource>,
         mut changes: ReflectHandle<CatalogSource>,
     ) {
+        // The per-Secret watches are spawned tasks: stop them however this future ends,
+        // including when it is dropped (a manager stopped or a leadership term abandoned).
+        let _stop = StopAllOnDrop(self.clone());
         // Reconcile the watch set on every CatalogSource event (including the initial list).
         loop {
             self.sync_watches(&client, &catalog_sources);
@@ -114,7 +117,6 @@ impl SourceSecrets {
                 break;
             }
         }
-        self.stop_all();
     }
 
     fn sync_watches(&self, client: &Client, catalog_sources: &Store<CatalogSource>) {
@@ -188,5 +190,14 @@ impl SourceSecrets {
                 handle.abort();
             }
         }
+    }
+}
+
+/// Stops every per-Secret watch when dropped.
+struct StopAllOnDrop(SourceSecrets);
+
+impl Drop for StopAllOnDrop {
+    fn drop(&mut self) {
+        self.0.stop_all();
     }
 }
