@@ -1,0 +1,173 @@
+//! Helpers of the `ops_*` tests: the in-memory API server with opcat's CRDs, clients whose
+//! network a test can cut, the test tools' virtualenv, and small waits.
+// Test support: a failed setup step aborts the test with its message; not every test binary
+// uses every helper.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use fake_apiserver::FakeApiServer;
+use futures::future::BoxFuture;
+use http_body::Frame;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The in-memory API server with opcat's CRDs and the given namespaces.
+pub async fn api_server(namespaces: &[&str]) -> FakeApiServer {
+    let api = FakeApiServer::new();
+    let client = api.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in opcat::api::crds() {
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .expect("install CRD");
+    }
+    let namespaces_api: Api<Namespace> = Api::all(client);
+    for name in namespaces {
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some((*name).to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        namespaces_api
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("create namespace");
+    }
+    api
+}
+
+/// A `kube::Client` whose network can be cut: once cut, requests fail as if the connection
+/// were refused and open responses (watches) break at their next chunk.
+#[derive(Clone)]
+pub struct Network {
+    cut: Arc<AtomicBool>,
+}
+
+impl Network {
+    /// A client through this network to `inner`.
+    pub fn client(inner: kube::Client) -> (kube::Client, Self) {
+        let network = Self {
+            cut: Arc::new(AtomicBool::new(false)),
+        };
+        let service = Cuttable {
+            inner,
+            cut: network.cut.clone(),
+        };
+        (kube::Client::new(service, "default"), network)
+    }
+
+    /// Cuts the network.
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+    }
+
+    /// Restores it.
+    pub fn heal(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+#[derive(Clone)]
+struct Cuttable {
+    inner: kube::Client,
+    cut: Arc<AtomicBool>,
+}
+
+fn refused() -> BoxError {
+    Box::new(std::io::Error::new(
+        std::io::ErrorKind::ConnectionRefused,
+        "network cut by the test",
+    ))
+}
+
+impl tower::Service<http::Request<kube::client::Body>> for Cuttable {
+    type Response = http::Response<CutBody>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        let inner = self.inner.clone();
+        let cut = self.cut.clone();
+        Box::pin(async move {
+            if cut.load(Ordering::SeqCst) {
+                return Err(refused());
+            }
+            let response = inner.send(request).await?;
+            Ok(response.map(|body| CutBody { inner: body, cut }))
+        })
+    }
+}
+
+struct CutBody {
+    inner: kube::client::Body,
+    cut: Arc<AtomicBool>,
+}
+
+impl http_body::Body for CutBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if self.cut.load(Ordering::SeqCst) {
+            return Poll::Ready(Some(Err(refused())));
+        }
+        Pin::new(&mut self.inner)
+            .poll_frame(cx)
+            .map_err(|error| Box::new(error) as BoxError)
+    }
+}
+
+/// Waits until `check` holds, polling every 20 ms; panics with `what` after `timeout`.
+pub async fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The virtualenv `scripts/install-test-deps.sh` creates for the Python test tools
+/// (`kubernetes-validate`, the reference OpenMetrics parser): `OPCAT_TEST_VENV`, else
+/// `~/.cache/opcat-test-tools/venv`. Fails, never skips, when it is missing.
+pub fn test_venv() -> PathBuf {
+    let venv = std::env::var_os("OPCAT_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").expect("HOME is set");
+            PathBuf::from(home).join(".cache/opcat-test-tools/venv")
+        });
+    assert!(
+        venv.join("bin/python").exists(),
+        "the test tools' virtualenv {} is missing: run scripts/install-test-deps.sh",
+        venv.display()
+    );
+    venv
+}
