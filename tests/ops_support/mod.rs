@@ -171,3 +171,88 @@ pub fn test_venv() -> PathBuf {
     );
     venv
 }
+
+/// A minimal HTTP/1.1 GET: `(status, content type, body)`.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|error| panic!("connect to {addr}: {error}"));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: opcat\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("HTTP response");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("status code");
+    let content_type = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-type")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_default();
+    (status, content_type, body.to_owned())
+}
+
+/// One metric family as the reference OpenMetrics parser (Python `prometheus-client`) sees it.
+#[derive(Debug, serde::Deserialize)]
+pub struct Family {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub help: String,
+    pub unit: String,
+    pub samples: Vec<MetricSample>,
+}
+
+/// One sample.
+#[derive(Debug, serde::Deserialize)]
+pub struct MetricSample {
+    pub name: String,
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub value: f64,
+}
+
+/// Parses `text` with the reference OpenMetrics parser; panics with its error when the text is
+/// not valid OpenMetrics.
+pub fn parse_openmetrics(text: &str) -> Vec<Family> {
+    use std::io::Write;
+    const SCRIPT: &str = r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+families = []
+for family in text_string_to_metric_families(sys.stdin.read()):
+    families.append({
+        "name": family.name, "type": family.type, "help": family.documentation,
+        "unit": family.unit,
+        "samples": [{"name": s.name, "labels": s.labels, "value": s.value} for s in family.samples],
+    })
+json.dump(families, sys.stdout)
+"#;
+    let python = test_venv().join("bin/python");
+    let mut child = std::process::Command::new(&python)
+        .args(["-c", SCRIPT])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("run {}: {error}", python.display()));
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write metrics");
+    let output = child.wait_with_output().expect("parser output");
+    assert!(
+        output.status.success(),
+        "/metrics is not valid OpenMetrics: {}\n{text}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("parser JSON")
+}

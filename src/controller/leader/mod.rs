@@ -266,7 +266,7 @@ impl Elector {
         };
         match event {
             Event::Lost(reason) => {
-                term.abandon();
+                term.abandon().await;
                 self.metrics.set_leader(false);
                 self.health.set(Phase::Standby);
                 tracing::warn!(

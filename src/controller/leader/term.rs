@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use futures::future::{BoxFuture, Fuse};
+use futures::future::BoxFuture;
 use kube::Client;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use crate::admin::{Health, Phase};
 use crate::controller::clock::Clock;
@@ -34,15 +35,16 @@ pub enum StopOutcome {
     Interrupted,
 }
 
-/// A running term.
+/// A running term (a spawned task; dropping the term aborts it).
 pub struct Term {
-    future: Fuse<BoxFuture<'static, ()>>,
+    /// `None` once the task has ended.
+    task: Option<JoinHandle<()>>,
     stop: Option<oneshot::Sender<()>>,
 }
 
 impl Term {
-    /// Starts a term: `start` gets the shutdown signal and returns the future that runs the
-    /// controllers until that signal and their in-flight work are done.
+    /// Starts a term on its own task: `start` gets the shutdown signal and returns the future
+    /// that runs the controllers until that signal and their in-flight work are done.
     pub fn start<S>(start: &mut S) -> Self
     where
         S: FnMut(Shutdown) -> BoxFuture<'static, ()> + ?Sized,
@@ -55,18 +57,23 @@ impl Term {
         .boxed()
         .shared();
         Self {
-            future: start(shutdown).fuse(),
+            task: Some(tokio::spawn(start(shutdown))),
             stop: Some(stop),
         }
     }
 
-    /// Completes when the term ends by itself (its controllers or watches stopped), which only
-    /// happens on a failure.
+    /// Completes when the term's task ends: by itself (its controllers or watches stopped,
+    /// which only happens on a failure) or after [`Term::stop`]'s signal. A term that ended
+    /// stays ended.
     pub async fn ended(&mut self) {
-        if !futures::future::FusedFuture::is_terminated(&self.future) {
-            (&mut self.future).await;
+        if let Some(task) = &mut self.task {
+            if let Err(error) = task.await
+                && error.is_panic()
+            {
+                tracing::error!("the controllers panicked");
+            }
+            self.task = None;
         }
-        // A term that already ended stays ended.
     }
 
     /// Stops taking work and waits for in-flight reconciles, at most `timeout`, and only while
@@ -105,9 +112,21 @@ impl Term {
         outcome
     }
 
-    /// Stops at once: in-flight reconciles are dropped where they are.
-    pub fn abandon(self) {
-        drop(self);
+    /// Stops at once: in-flight reconciles are dropped where they are. Returns once the task
+    /// is gone (a request already sent cannot be recalled, but nothing new starts).
+    pub async fn abandon(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -132,11 +151,12 @@ pub fn manager_term(
             metrics.clone(),
             shutdown,
         );
-        let stores = running.context.stores.clone();
+        let context = running.context;
         let health = health.clone();
         async move {
+            // The context lives as long as the term (the metrics sampler reads it).
             let ready = async move {
-                if stores.wait_until_ready().await.is_ok() {
+                if context.stores.wait_until_ready().await.is_ok() {
                     tracing::info!("every watch has listed; reconciling");
                     health.set(Phase::Reconciling);
                 }
