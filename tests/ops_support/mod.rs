@@ -256,3 +256,98 @@ json.dump(families, sys.stdout)
     );
     serde_json::from_slice(&output.stdout).expect("parser JSON")
 }
+
+/// One RBAC rule of `deploy/rbac.yaml`.
+#[derive(Debug)]
+pub struct Rule {
+    /// `ClusterRole/opcat` or `Role/opcat-leader-election`.
+    pub role: String,
+    pub api_groups: Vec<String>,
+    pub resources: Vec<String>,
+    pub verbs: Vec<String>,
+}
+
+impl Rule {
+    fn allows(&self, key: &fake_apiserver::RequestKey) -> bool {
+        let resource = if key.subresource.is_empty() {
+            key.resource.clone()
+        } else {
+            format!("{}/{}", key.resource, key.subresource)
+        };
+        let any = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
+        any(&self.api_groups, &key.group)
+            && any(&self.resources, &resource)
+            && any(&self.verbs, key.verb.as_str())
+    }
+}
+
+/// The rules of the ClusterRole and Role in `deploy/rbac.yaml`.
+pub fn rbac_rules() -> Vec<Rule> {
+    let text = std::fs::read_to_string(repo_root().join("deploy/rbac.yaml")).expect("rbac.yaml");
+    let documents: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&text).expect("rbac.yaml is YAML");
+    let strings = |value: &serde_json::Value| -> Vec<String> {
+        value
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut rules = Vec::new();
+    for document in documents {
+        let kind = document["kind"].as_str().unwrap_or_default();
+        if kind != "ClusterRole" && kind != "Role" {
+            continue;
+        }
+        let role = format!(
+            "{kind}/{}",
+            document["metadata"]["name"].as_str().unwrap_or_default()
+        );
+        for rule in document["rules"].as_array().into_iter().flatten() {
+            rules.push(Rule {
+                role: role.clone(),
+                api_groups: strings(&rule["apiGroups"]),
+                resources: strings(&rule["resources"]),
+                verbs: strings(&rule["verbs"]),
+            });
+        }
+    }
+    rules
+}
+
+/// Asserts that every API request counted by the in-memory API server is allowed by
+/// `deploy/rbac.yaml` (discovery and other non-resource requests are allowed to every
+/// authenticated user by `system:discovery`). Call it at the end of any test that drives the
+/// controllers, so RBAC cannot fall behind the code.
+pub fn assert_allowed_by_rbac(counts: &fake_apiserver::RequestCounts) {
+    let rules = rbac_rules();
+    let denied: Vec<String> = counts
+        .iter()
+        .filter(|(key, _)| !key.resource.is_empty())
+        .filter(|(key, _)| !rules.iter().any(|rule| rule.allows(key)))
+        .map(|(key, count)| {
+            let group = if key.group.is_empty() {
+                "core"
+            } else {
+                &key.group
+            };
+            let sub = if key.subresource.is_empty() {
+                String::new()
+            } else {
+                format!("/{}", key.subresource)
+            };
+            format!(
+                "{} {group}/{}{sub} ({count} requests)",
+                key.verb, key.resource
+            )
+        })
+        .collect();
+    assert!(
+        denied.is_empty(),
+        "deploy/rbac.yaml does not allow requests opcat made:\n{}",
+        denied.join("\n")
+    );
+}
