@@ -323,8 +323,18 @@ pub fn rbac_rules() -> Vec<Rule> {
 /// authenticated user by `system:discovery`). Call it at the end of any test that drives the
 /// controllers, so RBAC cannot fall behind the code.
 pub fn assert_allowed_by_rbac(counts: &fake_apiserver::RequestCounts) {
+    let denied = denied_by_rbac(counts);
+    assert!(
+        denied.is_empty(),
+        "deploy/rbac.yaml does not allow requests opcat made:\n{}",
+        denied.join("\n")
+    );
+}
+
+/// The counted requests `deploy/rbac.yaml` does not allow, as `verb group/resource[/sub]`.
+pub fn denied_by_rbac(counts: &fake_apiserver::RequestCounts) -> Vec<String> {
     let rules = rbac_rules();
-    let denied: Vec<String> = counts
+    counts
         .iter()
         .filter(|(key, _)| !key.resource.is_empty())
         .filter(|(key, _)| !rules.iter().any(|rule| rule.allows(key)))
@@ -344,10 +354,5 @@ pub fn assert_allowed_by_rbac(counts: &fake_apiserver::RequestCounts) {
                 key.verb, key.resource
             )
         })
-        .collect();
-    assert!(
-        denied.is_empty(),
-        "deploy/rbac.yaml does not allow requests opcat made:\n{}",
-        denied.join("\n")
-    );
+        .collect()
 }

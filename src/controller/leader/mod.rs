@@ -22,7 +22,9 @@
 //!   late renewal the leader sees the holder vanish from the Lease and stops at once, while the
 //!   standby waits at least 0.1 s before taking the lease.
 //! - The lease manager releases the lease when its channel is closed: that is how graceful
-//!   shutdown hands over at once.
+//!   shutdown hands over at once. Its release clears the holder without a precondition, so a
+//!   replica that does not hold the lease (a standby, a leader past its deadline) aborts its
+//!   manager instead of closing the channel.
 //!
 //! Identity is the pod name (`POD_NAME`); two processes must never share one.
 
@@ -163,10 +165,11 @@ impl Elector {
             _ = views.wait_for(Option::is_some) => {}
             () = &mut stop => return Ok(()),
         }
-        self.health.set(Phase::Standby);
         let Some(mut manager) = self.start_manager(&mut stop).await else {
             return Ok(());
         };
+        // Ready: the Lease is readable and this replica competes for it.
+        self.health.set(Phase::Standby);
 
         let mut last_view: Option<LeaseView> = None;
         loop {
@@ -194,7 +197,7 @@ impl Elector {
                         if release {
                             manager.release().await;
                         } else {
-                            manager.stop().await;
+                            manager.abandon().await;
                         }
                         return Ok(());
                     }
@@ -206,7 +209,7 @@ impl Elector {
             }
             if was_released(last_view.as_ref(), &view) && !manager.is_leader() {
                 tracing::info!("the leader released the lease; taking it over");
-                manager.stop().await;
+                manager.abandon().await;
                 manager = match self.start_manager(&mut stop).await {
                     Some(manager) => manager,
                     None => return Ok(()),
@@ -216,7 +219,7 @@ impl Elector {
             tokio::select! {
                 () = &mut stop => {
                     self.health.shutting_down();
-                    manager.release().await;
+                    manager.abandon().await;
                     return Ok(());
                 }
                 changed = manager.changed() => {
@@ -393,7 +396,9 @@ impl LeaseClient {
         self.leader.changed().await
     }
 
-    /// Stops the lease manager; it releases the lease if it holds it.
+    /// Stops the lease manager, which releases the lease. Only for a replica that holds it: the
+    /// manager's release clears the holder without a precondition, which must never hit a
+    /// lease another replica has taken meanwhile.
     async fn release(self) {
         let identity_held = self.is_leader();
         match tokio::time::timeout(RELEASE_TIMEOUT, self.finish()).await {
@@ -409,9 +414,13 @@ impl LeaseClient {
         }
     }
 
-    /// Stops the lease manager without caring about the outcome.
-    async fn stop(self) {
-        let _ = tokio::time::timeout(RELEASE_TIMEOUT, self.finish()).await;
+    /// Stops the lease manager without touching the Lease (a standby, or a leader that lost
+    /// it).
+    async fn abandon(self) {
+        let Self { leader, task } = self;
+        task.abort();
+        let _ = task.await;
+        drop(leader);
     }
 
     async fn finish(self) -> Result<(), String> {
