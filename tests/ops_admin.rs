@@ -17,11 +17,8 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::controller::Action;
 use opcat::admin::{AdminServer, Health, METRICS_CONTENT_TYPE};
 use opcat::controller::backoff::ReconcileFailure;
-use opcat::controller::clock::SystemClock;
-use opcat::controller::context::Settings;
-use opcat::controller::leader::term::{Term, manager_term};
+use opcat::controller::leader::term::Term;
 use opcat::metrics::{Metrics, PullResult, controllers};
-use opcat::registry::{Registry, RegistryOptions};
 use ops_support::{Family, api_server, http_get, parse_openmetrics};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -46,16 +43,8 @@ async fn start(api: &FakeApiServer) -> Admin {
     )
     .await
     .expect("admin server");
-    let cache = tempfile::tempdir().unwrap();
-    let registry = Arc::new(Registry::new(RegistryOptions::new(cache.path())).expect("registry"));
-    let mut factory = manager_term(
-        api.client(),
-        registry,
-        Arc::new(SystemClock),
-        Settings::default(),
-        metrics.clone(),
-        health.clone(),
-    );
+    let (mut factory, cache) =
+        ops_support::manager_factory(api.client(), metrics.clone(), health.clone());
     let term = Term::start(&mut factory);
     Admin {
         addr: server.local_addr(),

@@ -18,13 +18,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, PostParams};
 use opcat::admin::{Health, Phase};
 use opcat::api::CatalogSource;
-use opcat::controller::clock::SystemClock;
-use opcat::controller::context::Settings;
 use opcat::controller::leader::lease::LeaseTimings;
-use opcat::controller::leader::term::manager_term;
 use opcat::controller::leader::{Elector, LeaderConfig};
 use opcat::metrics::Metrics;
-use opcat::registry::{Registry, RegistryOptions};
 use ops_support::{api_server, assert_allowed_by_rbac, wait_until};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -51,16 +47,8 @@ async fn the_cluster_role_allows_every_request_the_manager_and_leader_election_m
 
     let health = Arc::new(Health::default());
     let metrics = Arc::new(Metrics::new());
-    let cache = tempfile::tempdir().unwrap();
-    let registry = Arc::new(Registry::new(RegistryOptions::new(cache.path())).unwrap());
-    let mut term = manager_term(
-        api.client(),
-        registry,
-        Arc::new(SystemClock),
-        Settings::default(),
-        metrics.clone(),
-        health.clone(),
-    );
+    let (mut term, _cache) =
+        ops_support::manager_factory(api.client(), metrics.clone(), health.clone());
     let elector = Elector::new(
         api.client(),
         LeaderConfig {

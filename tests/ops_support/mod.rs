@@ -356,3 +356,28 @@ pub fn denied_by_rbac(counts: &fake_apiserver::RequestCounts) -> Vec<String> {
         })
         .collect()
 }
+
+/// `opcat run`'s term factory (a fresh manager per term) against `client`, with a registry
+/// caching in a temporary directory (returned: keep it alive).
+pub fn manager_factory(
+    client: kube::Client,
+    metrics: Arc<opcat::metrics::Metrics>,
+    health: Arc<opcat::admin::Health>,
+) -> (
+    impl FnMut(opcat::controller::manager::Shutdown) -> BoxFuture<'static, ()> + Send + 'static,
+    tempfile::TempDir,
+) {
+    let cache = tempfile::tempdir().expect("cache dir");
+    let registry =
+        opcat::registry::Registry::new(opcat::registry::RegistryOptions::new(cache.path()))
+            .expect("registry");
+    let factory = opcat::controller::leader::term::manager_term(
+        client,
+        Arc::new(registry),
+        Arc::new(opcat::controller::clock::SystemClock),
+        opcat::controller::context::Settings::default(),
+        metrics,
+        health,
+    );
+    (factory, cache)
+}
