@@ -257,18 +257,18 @@ impl Elector {
         );
         self.metrics.set_leader(true);
         let mut term = Term::start(start_term);
-        enum Event {
+        enum Happened {
             Ended,
             Lost(NotLeading),
             Stop,
         }
-        let event = tokio::select! {
-            () = term.ended() => Event::Ended,
-            reason = lease_lost(manager, views, identity, &self.config.timings) => Event::Lost(reason),
-            () = stop.as_mut() => Event::Stop,
+        let happened = tokio::select! {
+            () = term.ended() => Happened::Ended,
+            reason = lease_lost(manager, views, identity, &self.config.timings) => Happened::Lost(reason),
+            () = stop.as_mut() => Happened::Stop,
         };
-        match event {
-            Event::Lost(reason) => {
+        match happened {
+            Happened::Lost(reason) => {
                 term.abandon().await;
                 self.metrics.set_leader(false);
                 self.health.set(Phase::Standby);
@@ -279,12 +279,12 @@ impl Elector {
                 );
                 Lead::Lost
             }
-            Event::Ended => {
+            Happened::Ended => {
                 self.metrics.set_leader(false);
                 tracing::error!(identity, "the controllers stopped by themselves");
                 Lead::TermEnded
             }
-            Event::Stop => {
+            Happened::Stop => {
                 self.health.shutting_down();
                 tracing::info!(
                     identity,
