@@ -96,11 +96,6 @@ fn invalid_configuration_is_refused_before_anything_starts() {
             "--leader-elect-lease-duration must be a whole number of seconds",
         ),
         (
-            vec!["--leader-elect", "--cache-dir", cache],
-            vec![],
-            "cannot tell which namespace the leader-election Lease belongs in",
-        ),
-        (
             vec!["--cache-dir", under_file.to_str().unwrap()],
             vec![],
             "is not a writable directory",

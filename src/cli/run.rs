@@ -311,12 +311,21 @@ fn leader_config(args: &Args) -> Result<LeaderConfig, RunError> {
 
 /// The pod's namespace: `POD_NAMESPACE`, else the service account's namespace file.
 fn own_namespace() -> Option<String> {
-    let from_env = std::env::var("POD_NAMESPACE").ok();
-    let from_file = || std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE_FILE).ok();
+    namespace_from(
+        std::env::var("POD_NAMESPACE").ok(),
+        Path::new(SERVICE_ACCOUNT_NAMESPACE_FILE),
+    )
+}
+
+/// The first non-empty of `from_env` and the content of `file`.
+fn namespace_from(from_env: Option<String>, file: &Path) -> Option<String> {
+    let nonempty = |namespace: String| {
+        let namespace = namespace.trim().to_owned();
+        (!namespace.is_empty()).then_some(namespace)
+    };
     from_env
-        .or_else(from_file)
-        .map(|namespace| namespace.trim().to_owned())
-        .filter(|namespace| !namespace.is_empty())
+        .and_then(nonempty)
+        .or_else(|| std::fs::read_to_string(file).ok().and_then(nonempty))
 }
 
 /// This replica's identity: the pod name, else `<host name>-<process id>` (local runs).
@@ -455,6 +464,23 @@ mod tests {
         assert!(dns_subdomain("opcat-leader").is_ok());
         assert!(dns_subdomain("opcat.leader").is_ok());
         assert!(dns_subdomain("opcat..leader").is_err());
+    }
+
+    #[test]
+    fn the_lease_namespace_comes_from_the_pod_or_its_service_account() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("namespace");
+        assert_eq!(namespace_from(None, &file), None);
+        std::fs::write(&file, "opcat-system\n").expect("write");
+        assert_eq!(namespace_from(None, &file).as_deref(), Some("opcat-system"));
+        assert_eq!(
+            namespace_from(Some("from-env".into()), &file).as_deref(),
+            Some("from-env")
+        );
+        assert_eq!(
+            namespace_from(Some(" ".into()), &file).as_deref(),
+            Some("opcat-system")
+        );
     }
 
     #[test]
