@@ -27,3 +27,22 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
   [ "$created_policy" -eq 0 ] || "${sudo_cmd[@]}" rm -f "$policy"
 fi
+
+# Python test tools, pinned, in a virtualenv (never the system's site-packages):
+# kubernetes-validate checks deploy/ offline (tests/ops_deploy.rs); prometheus-client's
+# OpenMetrics parser is the reference the /metrics output must parse with (tests/ops_admin.rs).
+# Tests find the virtualenv at $OPCAT_TEST_VENV (default ~/.cache/opcat-test-tools/venv).
+venv="${OPCAT_TEST_VENV:-$HOME/.cache/opcat-test-tools/venv}"
+python_tools=("kubernetes-validate==1.37.0" "prometheus-client==0.26.0")
+if ! "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "kubernetes-validate==1.37.0" \
+  || ! "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "prometheus_client==0.26.0"; then
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -q
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends python3 python3-venv
+  fi
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${python_tools[@]}"
+fi
+

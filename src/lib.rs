@@ -5,6 +5,7 @@
 //! talk to a cluster or a registry; `registry` talks only to OCI registries; `controller` is the
 //! only code that talks to the Kubernetes API.
 
+pub mod admin;
 pub mod api;
 pub mod bundle;
 pub mod cli;
@@ -12,6 +13,7 @@ pub mod controller;
 pub mod fbc;
 pub mod go_duration;
 pub mod graph;
+pub mod metrics;
 pub mod pull_secrets;
 pub mod registry;
 pub mod resolve;

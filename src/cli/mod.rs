@@ -45,6 +45,7 @@ enum Command {
     /// Print opcat's CustomResourceDefinitions as one YAML stream.
     Crds(crds::Args),
     /// Run the controller manager against a cluster.
+    #[command(long_about = run::LONG_ABOUT)]
     Run(Box<run::Args>),
 }
 

@@ -22,6 +22,17 @@ pub struct LoadedCatalog {
     pub loaded_at: Timestamp,
 }
 
+/// Sizes of the loaded catalogs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CatalogCounts {
+    /// CatalogSources with a loaded catalog.
+    pub catalogs: usize,
+    /// Packages across them.
+    pub packages: usize,
+    /// Bundles across them.
+    pub bundles: usize,
+}
+
 /// `(namespace, name)` of a CatalogSource.
 pub type CatalogKey = (String, String);
 
@@ -52,6 +63,24 @@ impl CatalogIndex {
         if let Ok(mut catalogs) = self.catalogs.write() {
             catalogs.remove(&(namespace.to_owned(), name.to_owned()));
         }
+    }
+
+    /// How much is loaded (for metrics).
+    pub fn counts(&self) -> CatalogCounts {
+        let Ok(catalogs) = self.catalogs.read() else {
+            return CatalogCounts::default();
+        };
+        let mut counts = CatalogCounts {
+            catalogs: catalogs.len(),
+            ..CatalogCounts::default()
+        };
+        for loaded in catalogs.values() {
+            for package in loaded.catalog.packages() {
+                counts.packages += 1;
+                counts.bundles += package.bundles().count();
+            }
+        }
+        counts
     }
 
     /// Number of loaded catalogs and the total number of bundles in them (for metrics).

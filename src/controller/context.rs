@@ -14,6 +14,7 @@ use super::clock::Clock;
 use super::resources::Resources;
 use super::source_secrets::SourceSecrets;
 use super::stores::{Scope, Stores};
+use crate::metrics::Metrics;
 use crate::registry::Registry;
 
 /// Name under which opcat reports events.
@@ -26,6 +27,9 @@ pub struct Settings {
     pub scope: Scope,
     /// Poll interval for CatalogSources whose `registryPoll.interval` is invalid (OLM: 15m).
     pub invalid_poll_interval: Duration,
+    /// Poll interval for CatalogSources that set no `registryPoll` (`opcat run
+    /// --poll-default`); `None`, as in OLM, means such catalogs are not polled.
+    pub default_poll_interval: Option<Duration>,
     /// Fixed requeue for expected waits (catalog not ready yet, Deployments becoming
     /// available, approval pending): DESIGN invariant 7.
     pub wait_requeue: Duration,
@@ -42,6 +46,7 @@ impl Default for Settings {
         Self {
             scope: Scope::Cluster,
             invalid_poll_interval: Duration::from_secs(15 * 60),
+            default_poll_interval: None,
             wait_requeue: Duration::from_secs(10),
             resync: Duration::from_secs(10 * 60),
             concurrency: 8,
@@ -62,6 +67,8 @@ pub struct Context {
     pub settings: Settings,
     pub recorder: Recorder,
     pub backoffs: Backoffs,
+    /// The process's metrics (shared by every leadership term).
+    pub metrics: Arc<Metrics>,
 }
 
 impl Context {
@@ -87,7 +94,14 @@ impl Context {
             clock,
             settings,
             backoffs: Backoffs::default(),
+            metrics: Arc::new(Metrics::new()),
         }
+    }
+
+    /// The same context reporting into `metrics` (the process-wide registry).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Publishes an event about `regarding`. A failure to publish is logged, never fatal:

@@ -13,6 +13,7 @@ use super::clock::Clock;
 use super::context::{Context, Settings};
 use super::stores::Reflectors;
 use super::{catalog_source, csv, install_plan, subscription};
+use crate::metrics::{Metrics, Sample};
 use crate::registry::Registry;
 
 /// A shutdown signal every controller can wait on.
@@ -81,15 +82,49 @@ pub fn start(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Running {
-    let shutdown: Shutdown = shutdown.boxed().shared();
-    let reflectors = Reflectors::new(client.clone(), settings.scope.clone());
-    let context = Arc::new(Context::new(
-        client.clone(),
+    start_with_metrics(
+        client,
         registry,
-        reflectors.stores(),
         clock,
         settings,
-    ));
+        Arc::new(Metrics::new()),
+        shutdown,
+    )
+}
+
+/// [`start`], reporting into the process's `metrics`; the gauges sampled at scrape time read
+/// this manager's catalogs and stores while it lives.
+pub fn start_with_metrics(
+    client: Client,
+    registry: Arc<Registry>,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Running {
+    let shutdown: Shutdown = shutdown.boxed().shared();
+    let reflectors = Reflectors::new(client.clone(), settings.scope.clone());
+    let context = Arc::new(
+        Context::new(
+            client.clone(),
+            registry,
+            reflectors.stores(),
+            clock,
+            settings,
+        )
+        .with_metrics(metrics.clone()),
+    );
+    let weak = Arc::downgrade(&context);
+    metrics.set_sampler(move || {
+        let context = weak.upgrade()?;
+        let counts = context.catalogs.counts();
+        Some(Sample {
+            catalogs: counts.catalogs,
+            packages: counts.packages,
+            bundles: counts.bundles,
+            pull_secret_copies: context.stores.copies.len(),
+        })
+    });
 
     let controllers = vec![
         catalog_source::controller(context.clone(), &reflectors, shutdown.clone()),

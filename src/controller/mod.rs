@@ -12,6 +12,7 @@ pub mod csv;
 pub mod drift;
 pub mod install_plan;
 pub mod keys;
+pub mod leader;
 pub mod manager;
 pub mod own_writes;
 pub mod resources;

@@ -110,6 +110,9 @@ impl SourceSecrets {
         catalog_sources: Store<CatalogSource>,
         mut changes: ReflectHandle<CatalogSource>,
     ) {
+        // The per-Secret watches are spawned tasks: stop them however this future ends,
+        // including when it is dropped (a manager stopped or a leadership term abandoned).
+        let _stop = StopAllOnDrop(self.clone());
         // Reconcile the watch set on every CatalogSource event (including the initial list), and
         // on a short tick: the shared stream carries no deletions, so a deleted CatalogSource's
         // watches are stopped by the next tick.
@@ -122,7 +125,6 @@ impl SourceSecrets {
                 _ = tick.tick() => {}
             }
         }
-        self.stop_all();
     }
 
     fn sync_watches(&self, client: &Client, catalog_sources: &Store<CatalogSource>) {
@@ -196,5 +198,14 @@ impl SourceSecrets {
                 handle.abort();
             }
         }
+    }
+}
+
+/// Stops every per-Secret watch when dropped.
+struct StopAllOnDrop(SourceSecrets);
+
+impl Drop for StopAllOnDrop {
+    fn drop(&mut self) {
+        self.0.stop_all();
     }
 }
