@@ -1,18 +1,149 @@
-//! The csv reconciler.
+//! The ClusterServiceVersion reconciler: the installer, with pull-secret propagation.
+//!
+//! For each CSV opcat manages (label `app.kubernetes.io/managed-by=opcat`, created by the
+//! InstallPlan reconciler with the `controller::keys::csv` annotations and the finalizer):
+//!
+//! - [`install`]: phases Pending → InstallReady → Installing → Succeeded (or Failed with OLM's
+//!   reasons); copies the catalog's pull secrets into the namespace and attaches them to every
+//!   ServiceAccount the bundle uses and to its Deployments' pod templates, then applies the
+//!   bundle's objects in order, sweeps what the bundle no longer has, runs the pull-credentials
+//!   preflight and writes the report the Subscription mirrors; a CSV that a newer one replaces
+//!   goes Replacing, then Deleting once the newer one succeeded;
+//! - [`cleanup`]: on deletion, removes what opcat added for the CSV (never CRDs) and lets go.
+//!
+//! Module map — reads: [`observe`], [`bundle`]; pure: [`requirements`], [`propagation`],
+//! [`status`], [`report`], [`triggers`]; writes: [`copies`], [`service_accounts`], [`objects`],
+//! [`csv_writes`], [`events`]; registry: [`preflight`].
+
+mod bundle;
+mod cleanup;
+mod copies;
+mod csv_writes;
+mod error;
+mod events;
+mod install;
+mod objects;
+mod observe;
+mod preflight;
+mod propagation;
+mod report;
+mod requirements;
+mod service_accounts;
+mod status;
+mod triggers;
 
 use std::sync::Arc;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
+use kube::ResourceExt;
+use kube::runtime::controller::{Action, Config, Controller};
+
+pub use error::CsvError;
+pub use objects::APPLIED_HASH_ANNOTATION;
+pub use report::{decode as decode_report, encode as encode_report};
 
 use super::context::Context;
 use super::manager::Shutdown;
 use super::stores::Reflectors;
+use crate::api::ClusterServiceVersion;
+use crate::pull_secrets::RestorePolicy;
+
+/// Name of this controller in logs.
+const CONTROLLER: &str = "clusterserviceversion";
+
+/// The reconciler's state: the shared context plus what only this reconciler caches.
+pub struct Csvs {
+    context: Arc<Context>,
+    bundles: bundle::BundleCache,
+    preflight: preflight::PreflightCache,
+    restore_policy: RestorePolicy,
+}
+
+impl Csvs {
+    fn new(context: Arc<Context>) -> Self {
+        Self {
+            context,
+            bundles: bundle::BundleCache::default(),
+            preflight: preflight::PreflightCache::default(),
+            restore_policy: RestorePolicy::default(),
+        }
+    }
+}
 
 /// Builds the controller; the future runs until `shutdown`.
 pub fn controller(
-    _context: Arc<Context>,
-    _reflectors: &Reflectors,
+    context: Arc<Context>,
+    reflectors: &Reflectors,
     shutdown: Shutdown,
 ) -> BoxFuture<'static, ()> {
-    Box::pin(shutdown)
+    let stores = context.stores.clone();
+    let csvs = stores.csvs.clone();
+    let replaced = reflectors.csvs.subscribe();
+    let catalogs = triggers::CatalogChanges::new(csvs.clone());
+    let source_changes = {
+        let csvs = csvs.clone();
+        let catalog_sources = stores.catalog_sources.clone();
+        context.source_secrets.subscribe().flat_map(move |key| {
+            futures::stream::iter(triggers::source_secret(&csvs, &catalog_sources, &key))
+        })
+    };
+    let (for_groups, for_subscriptions, for_copies, for_namespaces) =
+        (csvs.clone(), csvs.clone(), csvs.clone(), csvs.clone());
+    let controller = Controller::for_shared_stream(reflectors.csvs.subscribe(), csvs)
+        .watches_shared_stream(reflectors.deployments.subscribe(), |deployment| {
+            triggers::deployment(&deployment)
+        })
+        .watches_shared_stream(replaced, |csv| triggers::replaced(&csv))
+        .watches_shared_stream(reflectors.operator_groups.subscribe(), move |group| {
+            triggers::operator_group(&for_groups, &group)
+        })
+        .watches_shared_stream(reflectors.subscriptions.subscribe(), move |subscription| {
+            triggers::subscription(&for_subscriptions, &subscription)
+        })
+        .watches_shared_stream(reflectors.catalog_sources.subscribe(), move |catalog| {
+            catalogs.map(&catalog)
+        })
+        .watches_shared_stream(reflectors.copies.subscribe(), move |copy| {
+            triggers::copy(&for_copies, &copy)
+        })
+        .watches_shared_stream(reflectors.namespaces.subscribe(), move |namespace| {
+            triggers::namespace(&for_namespaces, &namespace)
+        })
+        .reconcile_on(source_changes)
+        .graceful_shutdown_on(shutdown)
+        .with_config(Config::default().concurrency(context.settings.concurrency));
+    let state = Arc::new(Csvs::new(context));
+    Box::pin(
+        controller
+            .run(reconcile, error_policy, state)
+            .for_each(|_| std::future::ready(())),
+    )
+}
+
+fn key(csv: &ClusterServiceVersion) -> String {
+    format!(
+        "{CONTROLLER}/{}/{}",
+        csv.namespace().unwrap_or_default(),
+        csv.name_any()
+    )
+}
+
+async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<Action, CsvError> {
+    if !observe::is_managed(&csv) {
+        return Ok(Action::await_change());
+    }
+    let result = if observe::is_deleting(&csv) {
+        cleanup::reconcile(&state, &csv).await
+    } else {
+        install::reconcile(&state, &csv).await
+    };
+    if result.is_ok() {
+        state.context.backoffs.succeeded(&key(&csv));
+    }
+    result
+}
+
+fn error_policy(csv: Arc<ClusterServiceVersion>, error: &CsvError, state: Arc<Csvs>) -> Action {
+    state.context.backoffs.policy(CONTROLLER, &key(&csv), error)
 }

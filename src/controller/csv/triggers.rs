@@ -1,0 +1,227 @@
+//! Which CSVs an event concerns (pure over the stores): the mappers of the controller's
+//! secondary watches. Each returns the CSVs opcat manages that must look again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::ResourceExt;
+use kube::api::PartialObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use super::observe::catalog_of;
+use crate::api::{CatalogSource, ClusterServiceVersion, OperatorGroup, Subscription};
+use crate::bundle::ownership::{CSV_ANNOTATION, CSV_NAMESPACE_LABEL};
+use crate::controller::keys::csv as csv_keys;
+use crate::controller::source_secrets::SecretKey;
+use crate::pull_secrets::names::PROPAGATE_TO_ANNOTATION;
+use crate::pull_secrets::owners::is_csv_owner;
+
+type Refs = Vec<ObjectRef<ClusterServiceVersion>>;
+
+fn refs<'a>(csvs: impl Iterator<Item = &'a Arc<ClusterServiceVersion>>) -> Refs {
+    csvs.map(|csv| ObjectRef::from_obj(csv.as_ref())).collect()
+}
+
+/// CSVs in `namespace`.
+pub fn in_namespace(csvs: &Store<ClusterServiceVersion>, namespace: &str) -> Refs {
+    refs(
+        csvs.state()
+            .iter()
+            .filter(|csv| csv.namespace().as_deref() == Some(namespace)),
+    )
+}
+
+/// The CSV a Deployment belongs to: its CSV ownerReference, else its ownership labels.
+pub fn deployment(deployment: &Deployment) -> Refs {
+    let Some(namespace) = deployment.namespace() else {
+        return Vec::new();
+    };
+    let mut found: Refs = deployment
+        .owner_references()
+        .iter()
+        .filter(|owner| is_csv_owner(owner))
+        .map(|owner| ObjectRef::new(&owner.name).within(&namespace))
+        .collect();
+    if found.is_empty()
+        && deployment.labels().get(CSV_NAMESPACE_LABEL) == Some(&namespace)
+        && let Some(name) = deployment
+            .annotations()
+            .get(CSV_ANNOTATION)
+            .or_else(|| deployment.labels().get(crate::bundle::ownership::CSV_LABEL))
+    {
+        found.push(ObjectRef::new(name).within(&namespace));
+    }
+    found
+}
+
+/// The CSV that `csv` replaces (it may now go `Replacing` or `Deleting`).
+pub fn replaced(csv: &ClusterServiceVersion) -> Refs {
+    match (csv.spec.replaces.as_deref(), csv.namespace()) {
+        (Some(replaces), Some(namespace)) if !replaces.is_empty() => {
+            vec![ObjectRef::new(replaces).within(&namespace)]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// CSVs in the OperatorGroup's namespace.
+pub fn operator_group(csvs: &Store<ClusterServiceVersion>, group: &OperatorGroup) -> Refs {
+    group
+        .namespace()
+        .map(|namespace| in_namespace(csvs, &namespace))
+        .unwrap_or_default()
+}
+
+/// CSVs installed for the Subscription.
+pub fn subscription(csvs: &Store<ClusterServiceVersion>, subscription: &Subscription) -> Refs {
+    let (Some(namespace), name) = (subscription.namespace(), subscription.name_any()) else {
+        return Vec::new();
+    };
+    refs(csvs.state().iter().filter(|csv| {
+        csv.namespace().as_deref() == Some(namespace.as_str())
+            && csv.annotations().get(csv_keys::SUBSCRIPTION) == Some(&name)
+    }))
+}
+
+/// CSVs installed from the CatalogSource `namespace/name`.
+pub fn from_catalog(csvs: &Store<ClusterServiceVersion>, namespace: &str, name: &str) -> Refs {
+    refs(csvs.state().iter().filter(|csv| {
+        catalog_of(csv)
+            .is_some_and(|catalog| catalog.namespace == namespace && catalog.name == name)
+    }))
+}
+
+/// What of a CatalogSource concerns its CSVs: `spec.secrets` and the propagation selector.
+/// Status updates (every poll) do not.
+fn catalog_fingerprint(catalog: &CatalogSource) -> (Vec<String>, Option<String>) {
+    (
+        catalog.spec.secret_names().map(str::to_owned).collect(),
+        catalog.annotations().get(PROPAGATE_TO_ANNOTATION).cloned(),
+    )
+}
+
+/// Maps CatalogSource events to their CSVs, only when `spec.secrets` or the propagation
+/// selector changed (or the CatalogSource is seen for the first time).
+pub struct CatalogChanges {
+    csvs: Store<ClusterServiceVersion>,
+    seen: Mutex<HashMap<(String, String), (Vec<String>, Option<String>)>>,
+}
+
+impl CatalogChanges {
+    pub fn new(csvs: Store<ClusterServiceVersion>) -> Self {
+        Self {
+            csvs,
+            seen: Mutex::default(),
+        }
+    }
+
+    /// The CSVs to reconcile for this event.
+    pub fn map(&self, catalog: &CatalogSource) -> Refs {
+        let namespace = catalog.namespace().unwrap_or_default();
+        let name = catalog.name_any();
+        let fingerprint = catalog_fingerprint(catalog);
+        let changed = match self.seen.lock() {
+            Ok(mut seen) => {
+                seen.insert((namespace.clone(), name.clone()), fingerprint.clone())
+                    != Some(fingerprint)
+            }
+            Err(_) => true,
+        };
+        if changed {
+            from_catalog(&self.csvs, &namespace, &name)
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// CSVs from the catalogs that list the source Secret `key` in `spec.secrets` (rotation
+/// fan-out: every namespace that holds a copy).
+pub fn source_secret(
+    csvs: &Store<ClusterServiceVersion>,
+    catalogs: &Store<CatalogSource>,
+    key: &SecretKey,
+) -> Refs {
+    let (namespace, secret) = key;
+    catalogs
+        .state()
+        .iter()
+        .filter(|catalog| {
+            catalog.namespace().as_deref() == Some(namespace.as_str())
+                && catalog.spec.secret_names().any(|name| name == secret)
+        })
+        .flat_map(|catalog| from_catalog(csvs, namespace, &catalog.name_any()))
+        .collect()
+}
+
+/// CSVs in the namespace of a copy (a deleted or edited copy is restored).
+pub fn copy(csvs: &Store<ClusterServiceVersion>, copy: &Secret) -> Refs {
+    copy.namespace()
+        .map(|namespace| in_namespace(csvs, &namespace))
+        .unwrap_or_default()
+}
+
+/// CSVs in the namespace (its opt-out label may have changed).
+pub fn namespace(
+    csvs: &Store<ClusterServiceVersion>,
+    namespace: &PartialObjectMeta<Namespace>,
+) -> Refs {
+    in_namespace(csvs, &namespace.name_any())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    use super::*;
+
+    #[test]
+    fn a_deployment_maps_to_its_owning_csv_or_its_labels() {
+        let owned = Deployment {
+            metadata: ObjectMeta {
+                name: Some("op".to_owned()),
+                namespace: Some("ns".to_owned()),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "operators.coreos.com/v1alpha1".to_owned(),
+                    kind: "ClusterServiceVersion".to_owned(),
+                    name: "op.v1".to_owned(),
+                    uid: "u".to_owned(),
+                    ..OwnerReference::default()
+                }]),
+                ..ObjectMeta::default()
+            },
+            ..Deployment::default()
+        };
+        assert_eq!(
+            deployment(&owned),
+            vec![ObjectRef::new("op.v1").within("ns")]
+        );
+        let labelled = Deployment {
+            metadata: ObjectMeta {
+                name: Some("op".to_owned()),
+                namespace: Some("ns".to_owned()),
+                labels: Some(crate::bundle::ownership::ownership_labels("op.v2", "ns")),
+                ..ObjectMeta::default()
+            },
+            ..Deployment::default()
+        };
+        assert_eq!(
+            deployment(&labelled),
+            vec![ObjectRef::new("op.v2").within("ns")]
+        );
+        let foreign = Deployment {
+            metadata: ObjectMeta {
+                name: Some("x".to_owned()),
+                namespace: Some("ns".to_owned()),
+                labels: Some(BTreeMap::new()),
+                ..ObjectMeta::default()
+            },
+            ..Deployment::default()
+        };
+        assert!(deployment(&foreign).is_empty());
+    }
+}
