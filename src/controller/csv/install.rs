@@ -86,7 +86,10 @@ pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Acti
         phase,
         Some(Phase::InstallReady | Phase::Installing | Phase::Succeeded)
     ) || (phase == Some(Phase::Failed)
-        && reason == Some(csv_reasons::COMPONENT_UNHEALTHY));
+        && matches!(
+            reason,
+            Some(csv_reasons::COMPONENT_UNHEALTHY | csv_reasons::INSTALL_COMPONENT_FAILED)
+        ));
     if !installing {
         csv_writes::set_status(&context.client, csv, &PhaseUpdate::install_ready(), &now).await?;
         return Ok(Action::requeue(NEXT_STEP));

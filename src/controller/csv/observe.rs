@@ -339,12 +339,17 @@ pub async fn labelled_objects(
             }
         };
         let api = dynamic_api(&context.client, &resource, None);
-        let list = api.list(&params).await.map_err(|source| {
-            CsvError::read(
-                format!("{kind} objects of ClusterServiceVersion {namespace}/{csv}"),
-                source,
-            )
-        })?;
+        let list = match api.list(&params).await {
+            Ok(list) => list,
+            // A kind of the static table that this cluster does not serve: nothing to list.
+            Err(error) if is_not_found(&error) => continue,
+            Err(source) => {
+                return Err(CsvError::read(
+                    format!("{kind} objects of ClusterServiceVersion {namespace}/{csv}"),
+                    source,
+                ));
+            }
+        };
         for mut object in list.items {
             // Lists do not carry the kind of each item.
             object.types = Some(kube::api::TypeMeta {
