@@ -90,6 +90,8 @@ pub fn controller(
     };
     let (for_groups, for_subscriptions, for_copies, for_namespaces) =
         (csvs.clone(), csvs.clone(), csvs.clone(), csvs.clone());
+    let (for_deleted_groups, for_deleted_copies, for_deleted_catalogs) =
+        (csvs.clone(), csvs.clone(), csvs.clone());
     let controller = Controller::for_shared_stream(reflectors.csvs.subscribe(), csvs)
         .watches_shared_stream(reflectors.deployments.subscribe(), |deployment| {
             triggers::deployment(&deployment)
@@ -110,6 +112,30 @@ pub fn controller(
         .watches_shared_stream(reflectors.namespaces.subscribe(), move |namespace| {
             triggers::namespace(&for_namespaces, &namespace)
         })
+        // Deletions: the shared streams above only carry applied objects.
+        .watches_shared_stream(reflectors.deployments.subscribe_deleted(), |deployment| {
+            triggers::deployment(&deployment)
+        })
+        .watches_shared_stream(reflectors.csvs.subscribe_deleted(), |csv| {
+            triggers::replaced(&csv)
+        })
+        .watches_shared_stream(
+            reflectors.operator_groups.subscribe_deleted(),
+            move |group| triggers::operator_group(&for_deleted_groups, &group),
+        )
+        .watches_shared_stream(reflectors.copies.subscribe_deleted(), move |copy| {
+            triggers::copy(&for_deleted_copies, &copy)
+        })
+        .watches_shared_stream(
+            reflectors.catalog_sources.subscribe_deleted(),
+            move |catalog| {
+                triggers::from_catalog(
+                    &for_deleted_catalogs,
+                    &catalog.namespace().unwrap_or_default(),
+                    &catalog.name_any(),
+                )
+            },
+        )
         .reconcile_on(source_changes)
         .graceful_shutdown_on(shutdown)
         .with_config(Config::default().concurrency(context.settings.concurrency));
