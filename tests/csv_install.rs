@@ -1,5 +1,7 @@
 //! The CSV reconciler installs an operator: phases, objects, placement, OperatorGroup problems,
 //! steady state and API failures (issue 5 item 4).
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
 mod support;
 

@@ -2,6 +2,8 @@
 //! keeps, the ones its bundle dropped are deleted, the replaced CSV goes Replacing → Deleting
 //! and its cleanup leaves the new CSV's objects alone; deleting a CSV removes everything opcat
 //! added except the CRD.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
 mod support;
 

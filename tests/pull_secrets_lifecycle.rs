@@ -1,6 +1,8 @@
 //! Pull secrets over an operator's life (issue 6 items 4 and 6): a copy shared by two CSVs
 //! outlives the first uninstall and the last one leaves nothing; a manager restart between
 //! steps still converges; the preflight reports per image with the propagated credentials.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
 mod support;
 
@@ -44,8 +46,14 @@ async fn a_copy_shared_by_two_csvs_outlives_the_first_uninstall_and_the_last_lea
         owners(&env).len() == 2
     })
     .await;
-    assert_eq!(sa_pull_secrets(&env, NS, "gadget-operator"), [copy.clone()]);
-    assert_eq!(sa_pull_secrets(&env, NS, "default"), [copy.clone()]);
+    assert_eq!(
+        sa_pull_secrets(&env, NS, "gadget-operator"),
+        std::slice::from_ref(&copy)
+    );
+    assert_eq!(
+        sa_pull_secrets(&env, NS, "default"),
+        std::slice::from_ref(&copy)
+    );
 
     delete_csv(&env, NS, &widget.name_any()).await;
     wait_gone(&env, NS, &widget.name_any()).await;
@@ -54,14 +62,17 @@ async fn a_copy_shared_by_two_csvs_outlives_the_first_uninstall_and_the_last_lea
         BTreeSet::from([gadget.name_any()]),
         "kept for the gadget operator"
     );
-    assert_eq!(sa_pull_secrets(&env, NS, "gadget-operator"), [copy.clone()]);
+    assert_eq!(
+        sa_pull_secrets(&env, NS, "gadget-operator"),
+        std::slice::from_ref(&copy)
+    );
     assert!(
         sa_pull_secrets(&env, NS, "default").is_empty(),
         "only the widget operator used default"
     );
     assert_eq!(
         template_pull_secrets(&env, NS, "gadget-operator"),
-        [copy.clone()]
+        std::slice::from_ref(&copy)
     );
 
     delete_csv(&env, NS, &gadget.name_any()).await;
@@ -97,7 +108,11 @@ async fn a_manager_restart_between_steps_still_converges() {
     env.start_manager();
     wait_phase(&env, NS, &name, Phase::Succeeded).await;
     for sa in ["widget-controller", "widget-auditor", "default"] {
-        assert_eq!(sa_pull_secrets(&env, NS, sa), [copy.clone()], "{sa}");
+        assert_eq!(
+            sa_pull_secrets(&env, NS, sa),
+            std::slice::from_ref(&copy),
+            "{sa}"
+        );
     }
 
     // Stop in the middle of an uninstall: the finalizer holds until a manager finishes.

@@ -1,6 +1,8 @@
 //! Pull-secret propagation (issue 6 items 1–3): copies, attachment before the Deployments,
 //! foreign entries kept in place, in-place rotation, name conflicts, removal from the catalog,
 //! and repair of copies someone changed.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
 mod support;
 

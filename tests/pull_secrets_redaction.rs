@@ -1,6 +1,8 @@
 //! DESIGN invariant 8: secret data never appears in opcat's logs, events, status, annotations or
 //! errors, through install, rotation, a failed credential, a name conflict, an API error and an
 //! uninstall. (Its own test binary: it installs the process-wide log subscriber.)
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
 mod support;
 

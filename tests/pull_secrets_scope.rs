@@ -1,6 +1,8 @@
 //! Scope and consent (issue 6 item 5): the catalog admin's `opcat.dev/propagate-to` selector and
 //! a namespace's opt-out label decide where copies may go; elsewhere the operator installs
 //! without copies and the report says why.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
 mod support;
 

@@ -62,7 +62,7 @@ pub async fn publish(
         context
             .event(
                 &regarding,
-                type_.clone(),
+                type_,
                 event.reason,
                 action,
                 Some(event.message.clone()),
@@ -72,7 +72,7 @@ pub async fn publish(
             context
                 .event(
                     &reference(subscription),
-                    type_.clone(),
+                    type_,
                     event.reason,
                     action,
                     Some(event.message.clone()),

@@ -2,11 +2,16 @@
 //! apply → status. This file only sequences the steps; each lives in its own module.
 //!
 //! Apply order (DESIGN invariant 2: copies exist and are attached before any Deployment):
-//! 1. pull-secret copies; 2. ServiceAccounts opcat creates, then the `imagePullSecrets` edits
-//! (copies, and the names the bundle's ServiceAccount manifests list); 3. RBAC; 4. CRDs (and
-//! the wait for `Established` when the bundle holds objects of their kinds); preflight;
-//! 5. Deployments (their pod templates list the copies); 6. the other objects; then the sweep
-//! of what the render no longer produces, and last the copies nobody needs any more.
+//!
+//! 1. pull-secret copies;
+//! 2. ServiceAccounts opcat creates, then the `imagePullSecrets` edits (copies, and the names
+//!    the bundle's ServiceAccount manifests list);
+//! 3. RBAC;
+//! 4. CRDs, and the wait for `Established` when the bundle holds objects of their kinds; then
+//!    the preflight;
+//! 5. Deployments (their pod templates list the copies);
+//! 6. the other objects; then the sweep of what the render no longer produces, and last the
+//!    copies nobody needs any more.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -93,9 +93,12 @@ pub fn from_catalog(csvs: &Store<ClusterServiceVersion>, namespace: &str, name: 
     }))
 }
 
+/// `spec.secrets` and the `opcat.dev/propagate-to` annotation of a CatalogSource.
+type CatalogFingerprint = (Vec<String>, Option<String>);
+
 /// What of a CatalogSource concerns its CSVs: `spec.secrets` and the propagation selector.
 /// Status updates (every poll) do not.
-fn catalog_fingerprint(catalog: &CatalogSource) -> (Vec<String>, Option<String>) {
+fn catalog_fingerprint(catalog: &CatalogSource) -> CatalogFingerprint {
     (
         catalog.spec.secret_names().map(str::to_owned).collect(),
         catalog.annotations().get(PROPAGATE_TO_ANNOTATION).cloned(),
@@ -106,7 +109,7 @@ fn catalog_fingerprint(catalog: &CatalogSource) -> (Vec<String>, Option<String>)
 /// selector changed (or the CatalogSource is seen for the first time).
 pub struct CatalogChanges {
     csvs: Store<ClusterServiceVersion>,
-    seen: Mutex<HashMap<(String, String), (Vec<String>, Option<String>)>>,
+    seen: Mutex<HashMap<(String, String), CatalogFingerprint>>,
 }
 
 impl CatalogChanges {
