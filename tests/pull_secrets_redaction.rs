@@ -14,7 +14,6 @@ use csv_support::*;
 use fake_apiserver::{Fault, Verb};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
 use opcat::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase};
 use support::{Env, REGISTRY_PASSWORD, REGISTRY_USER};
@@ -79,22 +78,8 @@ async fn secret_data_never_reaches_logs_events_status_annotations_or_errors() {
     catalog_with_secrets(&env, &[CREDS, MIRROR]).await;
     namespaces(&env, &[ns]).await;
     // A name conflict and an API error on the way.
-    let squatter = Secret {
-        metadata: ObjectMeta {
-            name: Some(copy_name(MIRROR)),
-            namespace: Some(ns.to_owned()),
-            ..ObjectMeta::default()
-        },
-        type_: Some("kubernetes.io/dockerconfigjson".to_owned()),
-        data: Some(
-            [(
-                ".dockerconfigjson".to_owned(),
-                ByteString(env.registry.dockerconfigjson().into_bytes()),
-            )]
-            .into(),
-        ),
-        ..Secret::default()
-    };
+    // A foreign Secret with the registry's credentials holds a copy's name.
+    let squatter = env.pull_secret(ns, &copy_name(MIRROR));
     env.create(&squatter).await;
     env.api
         .inject_failure(Fault::new(500).verb(Verb::Create).resource("secrets"));

@@ -113,15 +113,7 @@ async fn run(
     let catalog_source = catalog
         .as_ref()
         .and_then(|catalog| observe::catalog_source(context, catalog));
-    let secret_names: Vec<String> = catalog_source
-        .iter()
-        .flat_map(|cs| {
-            cs.spec
-                .secret_names()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let secret_names = propagation::secret_names(catalog_source.as_deref());
     let wanted = catalog
         .as_ref()
         .map(|catalog| propagation::wanted_copy_names(catalog, &secret_names))

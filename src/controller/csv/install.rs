@@ -452,16 +452,7 @@ async fn propagation_inputs(
         let accounts = propagation::spec_service_accounts(&other);
         csvs.push(propagation::installed(&other, accounts));
     }
-    let secret_names: Vec<String> = read
-        .catalog_source
-        .iter()
-        .flat_map(|cs| {
-            cs.spec
-                .secret_names()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let secret_names = propagation::secret_names(read.catalog_source.as_deref());
     let wanted = propagation::wanted_copy_names(&read.catalog, &secret_names);
     let secrets = observe::secrets(context, namespace, &read.catalog, &wanted).await?;
     let names: BTreeSet<String> = csvs

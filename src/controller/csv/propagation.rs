@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::api::ClusterServiceVersion;
+use crate::api::{CatalogSource, ClusterServiceVersion};
 use crate::bundle::Bundle;
 use crate::bundle::ownership::{CSV_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, csv_label_value};
 use crate::pull_secrets::{
@@ -66,6 +66,13 @@ impl PropagationInputs {
             .flat_map(|csv| csv.service_accounts.iter().cloned())
             .collect()
     }
+}
+
+/// `spec.secrets` of the CatalogSource (none when it is missing), without empty names.
+pub fn secret_names(catalog_source: Option<&CatalogSource>) -> Vec<String> {
+    catalog_source
+        .map(|cs| cs.spec.secret_names().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 /// The copy names of `secret_names` for `catalog` (the names a Secret must not already hold
