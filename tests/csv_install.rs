@@ -410,3 +410,48 @@ async fn conflicts_and_server_errors_in_the_middle_of_an_install_converge() {
     );
     env.stop_manager().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_subscription_config_updates_the_deployments_and_drops_what_it_no_longer_sets() {
+    let mut env = Env::new().await;
+    namespaces(&env, &[NS]).await;
+    catalog_with_secrets(&env, &[SECRET]).await;
+    operator_group(&env, NS, "ops-group", &[NS]).await;
+    subscription(&env, NS, PACKAGE, Some(config())).await;
+    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    env.start_manager();
+    wait_phase(&env, NS, &csv.name_any(), Phase::Succeeded).await;
+    let has_log_level = |env: &Env| {
+        env.api
+            .get::<Deployment>(NS, "widget-controller")
+            .and_then(|d| d.spec?.template.spec?.containers[0].env.clone())
+            .unwrap_or_default()
+            .iter()
+            .any(|e| e.name == "LOG_LEVEL")
+    };
+    assert!(has_log_level(&env));
+
+    // The env var goes; the node selector changes.
+    let subscriptions: Api<opcat::api::Subscription> = Api::namespaced(env.client.clone(), NS);
+    let patch =
+        serde_json::json!({"spec": {"config": {"env": null, "nodeSelector": {"disk": "nvme"}}}});
+    subscriptions
+        .patch(
+            PACKAGE,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    env.wait_for::<Deployment>(NS, "widget-controller", TIMEOUT, |d| {
+        let pod = d.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+        pod.and_then(|p| p.node_selector.as_ref())
+            .and_then(|n| n.get("disk"))
+            .map(String::as_str)
+            == Some("nvme")
+    })
+    .await;
+    env.wait_until("LOG_LEVEL removed", TIMEOUT, || !has_log_level(&env))
+        .await;
+    env.stop_manager().await;
+}

@@ -134,3 +134,56 @@ async fn a_namespace_can_opt_out_with_a_label() {
         .await;
     env.stop_manager().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_source_or_catalog_keeps_existing_copies_and_is_reported() {
+    let mut env = Env::new().await;
+    catalog_with_secrets(&env, &[CREDS]).await;
+    install_in(&env, &["team-a"]).await;
+    env.start_manager();
+    wait_phase(&env, "team-a", NAME, Phase::Succeeded).await;
+    env.wait_until("propagated", TIMEOUT, || propagated(&env, "team-a"))
+        .await;
+    let copy = env.api.get::<Secret>("team-a", &copy_name(CREDS)).unwrap();
+
+    // The source Secret goes: a condition, and the copy stays until the admin decides.
+    let sources: Api<Secret> = Api::namespaced(env.client.clone(), CATALOG_NAMESPACE);
+    sources.delete(CREDS, &Default::default()).await.unwrap();
+    let csv = wait_report(&env, "team-a", NAME, "PullSecretSourceMissing", "True").await;
+    let (_, reason, message) = report(&csv)["PullSecretSourceMissing"].clone();
+    assert_eq!(reason, "SourceSecretNotFound");
+    assert!(
+        message.contains(&format!("secret {CATALOG_NAMESPACE}/{CREDS} not found")),
+        "{message}"
+    );
+    assert!(propagated(&env, "team-a"), "existing copies are kept");
+    assert_eq!(
+        env.api
+            .get::<Secret>("team-a", &copy_name(CREDS))
+            .unwrap()
+            .data,
+        copy.data
+    );
+
+    // The CatalogSource goes: still nothing removed.
+    let catalogs: Api<opcat::api::CatalogSource> =
+        Api::namespaced(env.client.clone(), CATALOG_NAMESPACE);
+    catalogs.delete(CATALOG, &Default::default()).await.unwrap();
+    env.wait_for::<opcat::api::ClusterServiceVersion>("team-a", NAME, TIMEOUT, |csv| {
+        report(csv)
+            .get("PullSecretSourceMissing")
+            .is_some_and(|(_, _, message)| message.contains("catalog source olm/private not found"))
+    })
+    .await;
+    assert!(propagated(&env, "team-a"));
+    assert_eq!(
+        env.api
+            .get::<opcat::api::ClusterServiceVersion>("team-a", NAME)
+            .unwrap()
+            .status
+            .unwrap()
+            .phase,
+        Some(Phase::Succeeded)
+    );
+    env.stop_manager().await;
+}

@@ -354,7 +354,7 @@ async fn install(
     objects::apply_all(context, &rendered.crds, &live, no_force).await?;
     let waiting = objects::unestablished_crds(client, &rendered.crds, &rendered.others).await?;
     // Preflight, before the Deployments exist on a first install; it reports, never blocks.
-    let preflight = preflight(state, read, &plan, frozen).await;
+    let preflight = preflight(state, read, &plan, frozen, now).await;
     if !waiting.is_empty() {
         let update = PhaseUpdate::new(
             Phase::Installing,
@@ -509,6 +509,7 @@ async fn preflight(
     read: &Read,
     plan: &NamespacePlan,
     frozen: bool,
+    now: &Time,
 ) -> PullSecretCondition {
     let credentials: super::preflight::Credentials = if frozen {
         BTreeMap::new()
@@ -527,6 +528,7 @@ async fn preflight(
             &read.bundle_image,
             &images,
             &credentials,
+            now.0,
         )
         .await
 }

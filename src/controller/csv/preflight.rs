@@ -4,15 +4,19 @@
 //! assumed public" without any request. The result is the `PullCredentialsReady` condition.
 //!
 //! Results are cached by (bundle image, credentials fingerprint), so a converged cluster makes no
-//! registry requests; a rotated source or a changed set of copies runs it again. Touches the
-//! registry.
+//! registry requests; a rotated source or a changed set of copies runs it again, and a result
+//! with a failure that may heal by itself (404, 5xx, timeout) is checked again after
+//! [`RECHECK_AFTER`]. Touches the registry.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
+use crate::controller::clock::elapsed;
 use crate::pull_secrets::{ImageCheck, ImageOutcome, PullSecretCondition, credentials_condition};
 use crate::registry::error::Tried;
 use crate::registry::{ImageRef, Keyring, PullAuth, Registry, RegistryError};
@@ -36,10 +40,21 @@ pub fn fingerprint(bundle_image: &str, credentials: &Credentials) -> String {
     key
 }
 
+/// How long a result with a failure that may go away without a credential change (a 404
+/// before the image is pushed, a registry 5xx or timeout) is reused before it is checked again.
+pub const RECHECK_AFTER: Duration = Duration::from_secs(5 * 60);
+
+struct Cached {
+    condition: PullSecretCondition,
+    checked_at: Timestamp,
+    /// Whether only a credential change can change the result.
+    settled: bool,
+}
+
 /// Preflight results by [`fingerprint`].
 #[derive(Default)]
 pub struct PreflightCache {
-    results: Mutex<HashMap<String, PullSecretCondition>>,
+    results: Mutex<HashMap<String, Cached>>,
 }
 
 impl PreflightCache {
@@ -50,10 +65,16 @@ impl PreflightCache {
         bundle_image: &str,
         images: &BTreeSet<String>,
         credentials: &Credentials,
+        now: Timestamp,
     ) -> PullSecretCondition {
         let key = fingerprint(bundle_image, credentials);
-        if let Some(cached) = self.results.lock().ok().and_then(|r| r.get(&key).cloned()) {
-            return cached;
+        let cached = self.results.lock().ok().and_then(|results| {
+            let cached = results.get(&key)?;
+            let fresh = cached.settled || elapsed(cached.checked_at, now) < RECHECK_AFTER;
+            fresh.then(|| cached.condition.clone())
+        });
+        if let Some(condition) = cached {
+            return condition;
         }
         let keyring = super::observe::keyring(credentials.iter(), str::to_owned);
         let mut checks = Vec::with_capacity(images.len());
@@ -61,6 +82,12 @@ impl PreflightCache {
             checks.push(check(registry, image, &keyring).await);
         }
         let condition = credentials_condition(&checks);
+        let settled = checks.iter().all(|check| {
+            !matches!(
+                check.outcome,
+                ImageOutcome::NotFound | ImageOutcome::Error { .. }
+            )
+        });
         tracing::info!(
             bundle = bundle_image,
             images = checks.len(),
@@ -72,7 +99,14 @@ impl PreflightCache {
             if results.len() >= MAX_ENTRIES {
                 results.clear();
             }
-            results.insert(key, condition.clone());
+            results.insert(
+                key,
+                Cached {
+                    condition: condition.clone(),
+                    checked_at: now,
+                    settled,
+                },
+            );
         }
         condition
     }
