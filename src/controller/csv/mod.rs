@@ -3,20 +3,21 @@
 //! For each CSV opcat manages (label `app.kubernetes.io/managed-by=opcat`, created by the
 //! InstallPlan reconciler with the `controller::keys::csv` annotations and the finalizer):
 //!
-//! - [`install`]: phases Pending → InstallReady → Installing → Succeeded (or Failed with OLM's
+//! - `install`: phases Pending → InstallReady → Installing → Succeeded (or Failed with OLM's
 //!   reasons); copies the catalog's pull secrets into the namespace and attaches them to every
 //!   ServiceAccount the bundle uses and to its Deployments' pod templates, then applies the
 //!   bundle's objects in order, sweeps what the bundle no longer has, runs the pull-credentials
 //!   preflight and writes the report the Subscription mirrors; a CSV that a newer one replaces
 //!   goes Replacing, then Deleting once the newer one succeeded;
-//! - [`cleanup`]: on deletion, removes what opcat added for the CSV (never CRDs) and lets go.
+//! - `cleanup`: on deletion, removes what opcat added for the CSV (never CRDs) and lets go.
 //!
-//! Module map — reads: [`observe`], [`bundle`]; pure: [`requirements`], [`propagation`],
-//! [`status`], [`report`], [`triggers`]; writes: [`copies`], [`service_accounts`], [`objects`],
-//! [`csv_writes`], [`events`]; registry: [`preflight`].
+//! Module map — sequencing: `install`, `converge`, `cleanup`; reads: `observe`, `bundle`;
+//! pure: `requirements`, `propagation`, `status`, `report`, `triggers`; writes: `copies`,
+//! `service_accounts`, `objects`, `csv_writes`, `events`; registry: `preflight`.
 
 mod bundle;
 mod cleanup;
+mod converge;
 mod copies;
 mod csv_writes;
 mod error;
