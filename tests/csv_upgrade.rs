@@ -213,3 +213,44 @@ async fn uninstall_removes_everything_opcat_added_except_the_crd() {
     assert!(env.api.list::<ClusterServiceVersion>(Some(NS)).is_empty());
     env.stop_manager().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbac_in_another_target_namespace_is_created_and_removed_with_the_operator() {
+    let mut env = Env::new().await;
+    namespaces(&env, &[NS, "watched"]).await;
+    catalog_with_secrets(&env, &[SECRET]).await;
+    // SingleNamespace: the operator in `ops` watches `watched`.
+    operator_group(&env, NS, "ops-group", &["watched"]).await;
+    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    env.start_manager();
+    wait_phase(&env, NS, &csv.name_any(), Phase::Succeeded).await;
+    let roles_in = |ns: &str| -> Vec<Role> { env.api.list::<Role>(Some(ns)) };
+    let tenant = roles_in("watched");
+    assert_eq!(
+        tenant.len(),
+        2,
+        "a Role per permission in the target namespace"
+    );
+    for role in &tenant {
+        assert_eq!(
+            role.labels()
+                .get("opcat.dev/csv-namespace")
+                .map(String::as_str),
+            Some(NS)
+        );
+        assert!(
+            role.owner_references().is_empty(),
+            "no cross-namespace owner reference"
+        );
+    }
+    assert_eq!(roles_in(NS).len(), 2, "and in the operator's own namespace");
+
+    delete_csv(&env, NS, &csv.name_any()).await;
+    wait_gone(&env, NS, &csv.name_any()).await;
+    assert!(
+        roles_in("watched").is_empty(),
+        "removed by the finalizer: no GC would"
+    );
+    assert!(roles_in(NS).is_empty());
+    env.stop_manager().await;
+}

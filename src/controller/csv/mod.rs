@@ -39,11 +39,13 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::events::EventType;
 
 pub use error::CsvError;
 pub use objects::APPLIED_HASH_ANNOTATION;
 pub use report::{decode as decode_report, encode as encode_report};
 
+use super::backoff::ReconcileFailure;
 use super::context::Context;
 use super::manager::Shutdown;
 use super::stores::Reflectors;
@@ -163,7 +165,25 @@ async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<
     let result = if observe::is_deleting(&csv) {
         cleanup::reconcile(&state, &csv).await
     } else {
-        install::reconcile(&state, &csv).await
+        let result = install::reconcile(&state, &csv).await;
+        if let Err(error) = &result {
+            // Retried with backoff. Conflicts are routine between concurrent writers; anything
+            // else (a registry or API outage, a kind not served yet) is worth telling users.
+            if error.kind() != "conflict" {
+                let note = format!("retrying: {}", crate::cli::error_chain(error));
+                state
+                    .context
+                    .event(
+                        &events::reference(csv.as_ref()),
+                        EventType::Warning,
+                        crate::api::csv_reasons::INSTALL_COMPONENT_FAILED,
+                        "Install",
+                        Some(note),
+                    )
+                    .await;
+            }
+        }
+        result
     };
     if result.is_ok() {
         state.context.backoffs.succeeded(&key(&csv));
