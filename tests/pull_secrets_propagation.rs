@@ -66,10 +66,10 @@ async fn two_secrets_two_namespaces_copies_are_attached_before_any_deployment_ex
     logs();
     let mut env = Env::new().await;
     catalog_with_secrets(&env, &[CREDS, MIRROR]).await;
-    let recorders: Vec<(&str, Recorder)> = ["team-a", "team-b"]
-        .into_iter()
-        .map(|ns| (ns, Recorder::start(&env, ns)))
-        .collect();
+    let mut recorders: Vec<(&str, Recorder)> = Vec::new();
+    for ns in ["team-a", "team-b"] {
+        recorders.push((ns, Recorder::start(&env, ns).await));
+    }
     install_in(&env, &["team-a", "team-b"]).await;
     env.start_manager();
     let copies = vec![copy_name(MIRROR), copy_name(CREDS)];

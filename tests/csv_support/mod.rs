@@ -424,8 +424,33 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Starts recording `namespace`.
-    pub fn start(env: &Env, namespace: &str) -> Self {
+    /// Starts recording `namespace`; returns once the watches are open (start it before the
+    /// manager).
+    pub async fn start(env: &Env, namespace: &str) -> Self {
+        // The server counts watchers per stored kind; make sure a Deployment exists.
+        if env
+            .api
+            .get::<Deployment>("default", "recorder-anchor")
+            .is_none()
+        {
+            let anchor: Deployment = serde_json::from_value(json!({
+                "metadata": {"name": "recorder-anchor", "namespace": "default"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "anchor"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "anchor"}},
+                        "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+                    }
+                }
+            }))
+            .expect("anchor Deployment");
+            env.api.seed(&anchor).expect("seed anchor Deployment");
+        }
+        let before = (
+            env.api.watcher_count::<Secret>(),
+            env.api.watcher_count::<ServiceAccount>(),
+            env.api.watcher_count::<Deployment>(),
+        );
         let recorder = Self::default();
         let rv = |meta: &ObjectMeta| {
             meta.resource_version
@@ -473,6 +498,12 @@ impl Recorder {
             .flatten()
             .map(|e| e.name.clone())
             .collect());
+        env.wait_until("recorder watches open", TIMEOUT, || {
+            env.api.watcher_count::<Secret>() > before.0
+                && env.api.watcher_count::<ServiceAccount>() > before.1
+                && env.api.watcher_count::<Deployment>() > before.2
+        })
+        .await;
         recorder
     }
 
