@@ -142,6 +142,15 @@ impl Stores {
         self.copies.wait_until_ready().await?;
         self.namespaces.wait_until_ready().await
     }
+
+    /// Whether every watch has listed once, without waiting. A reconcile that decides from
+    /// several stores checks this first: right after a start, a store that has not listed yet
+    /// looks empty, and acting on that (a Subscription "gone", a namespace "without labels")
+    /// would write what the next reconcile takes back.
+    pub fn is_ready(&self) -> bool {
+        use futures::FutureExt;
+        matches!(self.wait_until_ready().now_or_never(), Some(Ok(())))
+    }
 }
 
 /// All shared watches. Controllers subscribe first; then [`Reflectors::drive`] starts the

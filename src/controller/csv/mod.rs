@@ -162,6 +162,10 @@ async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<
     if !observe::is_managed(&csv) {
         return Ok(Action::await_change());
     }
+    if !state.context.stores.is_ready() {
+        // Decisions read many stores; wait until each has listed once (after a start).
+        return Ok(Action::requeue(state.context.settings.wait_requeue));
+    }
     let result = if observe::is_deleting(&csv) {
         cleanup::reconcile(&state, &csv).await
     } else {
