@@ -38,8 +38,8 @@ use crate::pull_secrets::vocabulary::{
     CONDITION_PULL_SECRET_SOURCE_MISSING, EVENT_PULL_SECRET_CONFLICT, REASON_SOURCE_NOT_FOUND,
 };
 use crate::pull_secrets::{
-    CatalogRef, ConditionStatus, NamespacePlan, PullSecretCondition, propagation_allowed,
-    service_account,
+    CatalogRef, ConditionStatus, NamespacePlan, PullSecretCondition, ServiceAccountEdit,
+    propagation_allowed, service_account,
 };
 
 /// Plans, applies and reports; returns the requeue.
@@ -108,35 +108,17 @@ pub(super) async fn install(
         }
     }
     // (2) ServiceAccounts, then their imagePullSecrets.
-    let created = service_accounts::apply_created(
-        client,
-        &rendered.service_accounts,
-        &inputs.service_accounts,
-    )
-    .await?;
-    let mut written_edits = Vec::new();
-    if !frozen {
-        if created > 0 || !plan.missing_service_accounts.is_empty() {
-            inputs.service_accounts =
-                observe::service_accounts(client, namespace, &inputs.used_service_accounts())
-                    .await?;
-        }
-        let edits = inputs
-            .plan(namespace, now.0, &state.restore_policy)
-            .service_account_edits;
-        for edit in edits {
-            let recompute = |fresh: &ServiceAccount| {
-                let mut one = inputs.clone();
-                one.service_accounts = vec![fresh.clone()];
-                one.plan(namespace, now.0, &state.restore_policy)
-                    .service_account_edits
-                    .into_iter()
-                    .next()
-            };
-            let outcome = service_accounts::write_edit(client, namespace, edit, recompute).await?;
-            written_edits.extend(outcome.written);
-        }
-    }
+    let written_edits = if frozen {
+        service_accounts::apply_created(
+            client,
+            &rendered.service_accounts,
+            &inputs.service_accounts,
+        )
+        .await?;
+        Vec::new()
+    } else {
+        attach(state, namespace, &mut inputs, &plan, &rendered, now).await?
+    };
     attach_bundle_pull_secrets(state, namespace, &rendered, now).await?;
     // (3) RBAC, (4) CRDs.
     let no_force = |_: &DynamicObject, _: &DynamicObject| false;
@@ -183,28 +165,22 @@ pub(super) async fn install(
     }
 
     // Report, events, status.
-    let mut conditions = if frozen {
-        vec![catalog_missing_condition(&read.catalog)]
-    } else {
-        plan.conditions()
+    let report = Report {
+        plan: &plan,
+        frozen,
+        preflight,
+        written_edits,
     };
-    conditions.push(preflight);
-    let report = report::encode(&conditions);
-    let reported = csv_writes::set_report(client, csv, &report).await? == Outcome::Applied;
-    if !frozen {
-        let mut done = plan.clone();
-        done.service_account_edits = written_edits;
-        observe_plan(context, csv, &done, &inputs.sources);
-        let mut events = done.events();
-        if !reported {
-            events.retain(|event| event.reason != EVENT_PULL_SECRET_CONFLICT);
-        }
-        let audience = Audience {
-            subscription: subscription.as_deref(),
-            catalog_source: read.catalog_source.as_deref(),
-        };
-        publish(context, namespace, &events, &audience).await;
-    }
+    report
+        .publish(
+            state,
+            csv,
+            namespace,
+            read,
+            &inputs,
+            subscription.as_deref(),
+        )
+        .await?;
 
     let store = &context.stores.deployments;
     let health = status::health(
@@ -225,6 +201,94 @@ pub(super) async fn install(
         Health::Ready => Action::requeue(context.settings.resync),
         Health::NotReady(_) => Action::requeue(context.settings.wait_requeue),
     })
+}
+
+/// What a converge tells users: the report annotation, events and logs.
+struct Report<'a> {
+    plan: &'a NamespacePlan,
+    frozen: bool,
+    preflight: PullSecretCondition,
+    written_edits: Vec<ServiceAccountEdit>,
+}
+
+impl Report<'_> {
+    /// Writes the report annotation (when it changed) and publishes the plan's events. A name
+    /// conflict persists across reconciles: its event is only repeated when the report changed.
+    async fn publish(
+        self,
+        state: &Csvs,
+        csv: &ClusterServiceVersion,
+        namespace: &str,
+        read: &Read,
+        inputs: &PropagationInputs,
+        subscription: Option<&crate::api::Subscription>,
+    ) -> Result<(), CsvError> {
+        let context = &state.context;
+        let mut conditions = if self.frozen {
+            vec![catalog_missing_condition(&read.catalog)]
+        } else {
+            self.plan.conditions()
+        };
+        conditions.push(self.preflight);
+        let encoded = report::encode(&conditions);
+        let changed =
+            csv_writes::set_report(&context.client, csv, &encoded).await? == Outcome::Applied;
+        if self.frozen {
+            return Ok(());
+        }
+        let mut done = self.plan.clone();
+        done.service_account_edits = self.written_edits;
+        observe_plan(context, csv, &done, &inputs.sources);
+        let mut events = done.events();
+        if !changed {
+            events.retain(|event| event.reason != EVENT_PULL_SECRET_CONFLICT);
+        }
+        let audience = Audience {
+            subscription,
+            catalog_source: read.catalog_source.as_deref(),
+        };
+        publish(context, namespace, &events, &audience).await;
+        Ok(())
+    }
+}
+
+/// Step 2: applies the ServiceAccounts opcat creates, reads them back when that changed them,
+/// and writes the `imagePullSecrets` edits the plan wants, each under its precondition.
+/// Returns the edits written.
+async fn attach(
+    state: &Csvs,
+    namespace: &str,
+    inputs: &mut PropagationInputs,
+    plan: &NamespacePlan,
+    rendered: &RenderedBundle,
+    now: &Time,
+) -> Result<Vec<ServiceAccountEdit>, CsvError> {
+    let client = &state.context.client;
+    let policy = &state.restore_policy;
+    let created = service_accounts::apply_created(
+        client,
+        &rendered.service_accounts,
+        &inputs.service_accounts,
+    )
+    .await?;
+    if created > 0 || !plan.missing_service_accounts.is_empty() {
+        inputs.service_accounts =
+            observe::service_accounts(client, namespace, &inputs.used_service_accounts()).await?;
+    }
+    let mut written = Vec::new();
+    for edit in inputs.plan(namespace, now.0, policy).service_account_edits {
+        let recompute = |fresh: &ServiceAccount| {
+            let mut one = inputs.clone();
+            one.service_accounts = vec![fresh.clone()];
+            one.plan(namespace, now.0, policy)
+                .service_account_edits
+                .into_iter()
+                .next()
+        };
+        let outcome = service_accounts::write_edit(client, namespace, edit, recompute).await?;
+        written.extend(outcome.written);
+    }
+    Ok(written)
 }
 
 /// Reads the pull-secret inputs for the catalog in the namespace.
