@@ -169,3 +169,56 @@ pub fn outcome_of(error: &RegistryError) -> ImageOutcome {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+    use crate::registry::error::Operation;
+
+    fn source(resource_version: &str) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                resource_version: Some(resource_version.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Secret::default()
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_changes_with_the_bundle_the_copies_and_a_rotation() {
+        let one = Credentials::from([("copy-a".to_owned(), source("1"))]);
+        let rotated = Credentials::from([("copy-a".to_owned(), source("2"))]);
+        let base = fingerprint("img@sha256:1", &one);
+        assert_eq!(base, fingerprint("img@sha256:1", &one.clone()));
+        assert_ne!(base, fingerprint("img@sha256:2", &one));
+        assert_ne!(base, fingerprint("img@sha256:1", &rotated));
+        assert_ne!(base, fingerprint("img@sha256:1", &Credentials::new()));
+    }
+
+    #[test]
+    fn registry_errors_become_preflight_outcomes_naming_the_secrets_tried() {
+        let unauthorized = RegistryError::Unauthorized {
+            operation: Operation::Pull,
+            image: "r/op:v1".to_owned(),
+            registry: "r".to_owned(),
+            detail: String::new(),
+            tried: Tried::Secrets(vec![("copy-a".to_owned(), "401 Unauthorized")]),
+        };
+        assert_eq!(
+            outcome_of(&unauthorized),
+            ImageOutcome::Unauthorized {
+                secrets: vec!["copy-a".to_owned()]
+            }
+        );
+        let not_found = RegistryError::NotFound {
+            operation: Operation::Pull,
+            image: "r/op:v1".to_owned(),
+            registry: "r".to_owned(),
+            detail: String::new(),
+        };
+        assert_eq!(outcome_of(&not_found), ImageOutcome::NotFound);
+    }
+}

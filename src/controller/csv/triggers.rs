@@ -182,6 +182,80 @@ mod tests {
 
     use super::*;
 
+    fn store<K>(objects: Vec<K>) -> Store<K>
+    where
+        K: kube::Resource<DynamicType = ()> + Clone + 'static,
+    {
+        let (reader, mut writer) = kube::runtime::reflector::store::<K>();
+        for object in objects {
+            writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(object));
+        }
+        reader
+    }
+
+    fn csv(namespace: &str, name: &str, catalog: &str) -> ClusterServiceVersion {
+        let mut csv = ClusterServiceVersion::new(name, Default::default());
+        csv.metadata.namespace = Some(namespace.to_owned());
+        csv.metadata.annotations = Some(BTreeMap::from([(
+            csv_keys::CATALOG.to_owned(),
+            catalog.to_owned(),
+        )]));
+        csv
+    }
+
+    fn catalog(secrets: &[&str]) -> CatalogSource {
+        let mut catalog = CatalogSource::new("private", Default::default());
+        catalog.metadata.namespace = Some("olm".to_owned());
+        catalog.spec.secrets = Some(secrets.iter().map(|s| (*s).to_owned()).collect());
+        catalog
+    }
+
+    fn names(refs: Refs) -> Vec<String> {
+        let mut names: Vec<String> = refs
+            .into_iter()
+            .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_source_secret_change_reaches_every_csv_of_every_catalog_that_lists_it() {
+        let csvs = store(vec![
+            csv("team-a", "op.v1", "olm/private"),
+            csv("team-b", "op.v1", "olm/private"),
+            csv("team-c", "op.v1", "olm/other"),
+        ]);
+        let catalogs = store(vec![catalog(&["creds"])]);
+        let key = ("olm".to_owned(), "creds".to_owned());
+        assert_eq!(
+            names(source_secret(&csvs, &catalogs, &key)),
+            ["team-a/op.v1", "team-b/op.v1"]
+        );
+        let unrelated = ("olm".to_owned(), "other-secret".to_owned());
+        assert!(source_secret(&csvs, &catalogs, &unrelated).is_empty());
+    }
+
+    #[test]
+    fn catalog_events_trigger_only_when_secrets_or_the_selector_change() {
+        let csvs = store(vec![csv("team-a", "op.v1", "olm/private")]);
+        let changes = CatalogChanges::new(csvs);
+        let mut catalog = catalog(&["creds"]);
+        assert_eq!(changes.map(&catalog).len(), 1, "first sight");
+        catalog.status = Some(Default::default());
+        assert!(
+            changes.map(&catalog).is_empty(),
+            "a status update is not a change"
+        );
+        catalog.spec.secrets = Some(vec!["creds".to_owned(), "mirror".to_owned()]);
+        assert_eq!(changes.map(&catalog).len(), 1);
+        catalog.metadata.annotations = Some(BTreeMap::from([(
+            PROPAGATE_TO_ANNOTATION.to_owned(),
+            "team=a".to_owned(),
+        )]));
+        assert_eq!(changes.map(&catalog).len(), 1);
+    }
+
     #[test]
     fn a_deployment_maps_to_its_owning_csv_or_its_labels() {
         let owned = Deployment {
