@@ -21,7 +21,11 @@ const CREDS: &str = "registry-creds";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_shared_by_two_csvs_outlives_the_first_uninstall_and_the_last_leaves_nothing() {
-    let mut env = Env::new().await;
+    // No garbage collector: opcat itself removes what it added.
+    let api = fake_apiserver::FakeApiServer::builder()
+        .garbage_collector(false)
+        .build();
+    let mut env = Env::with_api(api).await;
     catalog_with_secrets(&env, &[CREDS]).await;
     namespaces(&env, &[NS]).await;
     operator_group(&env, NS, "group", &[NS]).await;
@@ -210,6 +214,55 @@ async fn the_preflight_reports_each_image_with_the_propagated_credentials() {
             .get::<Deployment>("team-b", "widget-controller")
             .is_some(),
         "not blocked"
+    );
+    env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uninstalls_after_the_catalog_source_is_gone_still_remove_exactly_what_opcat_added() {
+    // No garbage collector: opcat itself removes what it added.
+    let api = fake_apiserver::FakeApiServer::builder()
+        .garbage_collector(false)
+        .build();
+    let mut env = Env::with_api(api).await;
+    catalog_with_secrets(&env, &[CREDS]).await;
+    namespaces(&env, &[NS]).await;
+    operator_group(&env, NS, "group", &[NS]).await;
+    let widget = install(&env, NS, "widget-operator", "1.0.0").await;
+    let gadget = install(&env, NS, "gadget-operator", "0.1.0").await;
+    env.start_manager();
+    wait_phase(&env, NS, &widget.name_any(), Phase::Succeeded).await;
+    wait_phase(&env, NS, &gadget.name_any(), Phase::Succeeded).await;
+    let copy = copy_name(CREDS);
+    env.wait_until("gadget attached", TIMEOUT, || {
+        sa_pull_secrets(&env, NS, "gadget-operator") == std::slice::from_ref(&copy)
+    })
+    .await;
+
+    let catalogs: kube::Api<opcat::api::CatalogSource> =
+        kube::Api::namespaced(env.client.clone(), CATALOG_NAMESPACE);
+    catalogs.delete(CATALOG, &Default::default()).await.unwrap();
+    delete_csv(&env, NS, &widget.name_any()).await;
+    wait_gone(&env, NS, &widget.name_any()).await;
+    assert!(
+        sa_pull_secrets(&env, NS, "default").is_empty(),
+        "only the widget used default"
+    );
+    assert_eq!(
+        sa_pull_secrets(&env, NS, "gadget-operator"),
+        std::slice::from_ref(&copy),
+        "the gadget operator still needs it"
+    );
+    assert!(env.api.get::<Secret>(NS, &copy).is_some());
+
+    delete_csv(&env, NS, &gadget.name_any()).await;
+    wait_gone(&env, NS, &gadget.name_any()).await;
+    assert_eq!(
+        objects_marked_by_opcat(&env),
+        BTreeSet::from([
+            "CustomResourceDefinition /gadgets.example.opcat.dev".to_owned(),
+            "CustomResourceDefinition /widgets.example.opcat.dev".to_owned(),
+        ])
     );
     env.stop_manager().await;
 }

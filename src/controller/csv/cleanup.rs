@@ -32,7 +32,9 @@ use super::propagation::{self, PropagationInputs};
 use super::{Csvs, copies, csv_writes, objects, service_accounts};
 use crate::api::ClusterServiceVersion;
 use crate::pull_secrets::service_account::{detach, recorded};
-use crate::pull_secrets::{CatalogRef, ServiceAccountEdit, propagation_allowed};
+use crate::pull_secrets::{
+    CatalogRef, CopyDeletion, DeletionReason, ServiceAccountEdit, propagation_allowed,
+};
 
 pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Action, CsvError> {
     if !csv_writes::has_finalizer(csv) {
@@ -138,6 +140,17 @@ async fn run(
         .flat_map(|csv| &csv.service_accounts)
         .collect();
 
+    let same_catalog: Vec<_> = remaining
+        .iter()
+        .zip(&remaining_installed)
+        .filter(|(other, _)| catalog.is_some() && observe::catalog_of(other) == catalog)
+        .map(|(_, installed)| installed.clone())
+        .collect();
+    let used_by_same_catalog: BTreeSet<&String> = same_catalog
+        .iter()
+        .flat_map(|csv| &csv.service_accounts)
+        .collect();
+
     let plan = match (&catalog, &catalog_source) {
         (Some(catalog), Some(catalog_source)) => {
             let sources = match observe::sources(context, catalog_source) {
@@ -145,17 +158,11 @@ async fn run(
                 // Data is not needed to remove: existing copies are kept as they are.
                 Sources::Unknown(_) => Default::default(),
             };
-            let same_catalog: Vec<_> = remaining
-                .iter()
-                .zip(&remaining_installed)
-                .filter(|(other, _)| observe::catalog_of(other).as_ref() == Some(catalog))
-                .map(|(_, installed)| installed.clone())
-                .collect();
             let inputs = PropagationInputs {
                 catalog: catalog.clone(),
                 secret_names,
                 sources,
-                csvs: same_catalog,
+                csvs: same_catalog.clone(),
                 secrets: secrets.clone(),
                 service_accounts: read_accounts.clone(),
                 scope: propagation_allowed(
@@ -198,6 +205,9 @@ async fn run(
                 // that the plan removed is the same edit on the fresh object.
                 let removed = planned.as_ref().map(|edit| edit.removed.clone())?;
                 detach(fresh, &removed)
+            } else if used_by_same_catalog.contains(&sa_name) {
+                // No CatalogSource to plan with: another CSV of the catalog still needs them.
+                None
             } else {
                 detach(fresh, &catalog_copies)
             }
@@ -217,6 +227,23 @@ async fn run(
     let deleted = objects::delete_unlisted(client, &live, &BTreeSet::new()).await?;
     for key in &deleted {
         tracing::info!(namespace, csv = %name, object = %key, "deleted on uninstall");
+    }
+    if plan.is_none() && same_catalog.is_empty() {
+        // No CatalogSource to plan with, and no CSV of the catalog left: its copies here are
+        // opcat's and unused.
+        for secret in secrets.iter().filter(|secret| {
+            catalog
+                .as_ref()
+                .is_some_and(|catalog| catalog.is_catalog_copy(secret))
+        }) {
+            let deletion = CopyDeletion {
+                name: secret.name_any(),
+                uid: secret.uid(),
+                resource_version: secret.resource_version(),
+                reason: DeletionReason::Unused,
+            };
+            copies::delete(client, namespace, &deletion).await?;
+        }
     }
     if let Some(plan) = &plan {
         for deletion in &plan.deletions {
