@@ -177,10 +177,7 @@ async fn an_upgrade_takes_over_kept_objects_sweeps_dropped_ones_and_deletes_the_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uninstall_removes_everything_opcat_added_except_the_crd() {
     // No garbage collector: opcat itself removes what it added.
-    let api = fake_apiserver::FakeApiServer::builder()
-        .garbage_collector(false)
-        .build();
-    let mut env = Env::with_api(api).await;
+    let mut env = env_without_gc().await;
     namespaces(&env, &[NS]).await;
     catalog_with_secrets(&env, &[SECRET, "mirror-creds"]).await;
     // AllNamespaces: cluster-scoped RBAC too, which has no owner reference to collect it.

@@ -22,10 +22,7 @@ const CREDS: &str = "registry-creds";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_shared_by_two_csvs_outlives_the_first_uninstall_and_the_last_leaves_nothing() {
     // No garbage collector: opcat itself removes what it added.
-    let api = fake_apiserver::FakeApiServer::builder()
-        .garbage_collector(false)
-        .build();
-    let mut env = Env::with_api(api).await;
+    let mut env = env_without_gc().await;
     catalog_with_secrets(&env, &[CREDS]).await;
     namespaces(&env, &[NS]).await;
     operator_group(&env, NS, "group", &[NS]).await;
@@ -221,10 +218,7 @@ async fn the_preflight_reports_each_image_with_the_propagated_credentials() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uninstalls_after_the_catalog_source_is_gone_still_remove_exactly_what_opcat_added() {
     // No garbage collector: opcat itself removes what it added.
-    let api = fake_apiserver::FakeApiServer::builder()
-        .garbage_collector(false)
-        .build();
-    let mut env = Env::with_api(api).await;
+    let mut env = env_without_gc().await;
     catalog_with_secrets(&env, &[CREDS]).await;
     namespaces(&env, &[NS]).await;
     operator_group(&env, NS, "group", &[NS]).await;

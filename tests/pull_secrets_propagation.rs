@@ -22,15 +22,6 @@ const PACKAGE: &str = "widget-operator";
 const CREDS: &str = "registry-creds";
 const MIRROR: &str = "mirror-creds";
 
-/// Installs the widget operator v1.0.0 in each namespace (own-namespace OperatorGroups).
-async fn install_in(env: &Env, namespaces_: &[&str]) {
-    namespaces(env, namespaces_).await;
-    for ns in namespaces_ {
-        operator_group(env, ns, "group", &[ns]).await;
-        install(env, ns, PACKAGE, "1.0.0").await;
-    }
-}
-
 fn source_data(env: &Env, name: &str) -> BTreeMap<String, ByteString> {
     env.api
         .get::<Secret>(CATALOG_NAMESPACE, name)
@@ -70,7 +61,7 @@ async fn two_secrets_two_namespaces_copies_are_attached_before_any_deployment_ex
     for ns in ["team-a", "team-b"] {
         recorders.push((ns, Recorder::start(&env, ns).await));
     }
-    install_in(&env, &["team-a", "team-b"]).await;
+    install_widget_in(&env, &["team-a", "team-b"]).await;
     env.start_manager();
     let copies = vec![copy_name(MIRROR), copy_name(CREDS)];
     let mut sorted = copies.clone();
@@ -177,7 +168,7 @@ async fn foreign_entries_stay_in_place_through_install_rotation_upgrade_and_unin
         &["other-secret", "default-dockercfg-x"],
     )
     .await;
-    install_in(&env, &[ns]).await;
+    install_widget_in(&env, &[ns]).await;
     env.start_manager();
     wait_phase(&env, ns, "widget-operator.v1.0.0", Phase::Succeeded).await;
     let copy = copy_name(CREDS);
@@ -258,7 +249,7 @@ async fn foreign_entries_stay_in_place_through_install_rotation_upgrade_and_unin
 async fn rotating_a_source_updates_every_copy_in_place() {
     let mut env = Env::new().await;
     catalog_with_secrets(&env, &[CREDS]).await;
-    install_in(&env, &["team-a", "team-b"]).await;
+    install_widget_in(&env, &["team-a", "team-b"]).await;
     env.start_manager();
     let copy = copy_name(CREDS);
     let mut before = Vec::new();
@@ -302,7 +293,7 @@ async fn a_foreign_secret_holding_a_copy_name_is_untouched_and_reported() {
         ..Secret::default()
     };
     let squatter = env.create(&squatter).await;
-    install_in(&env, &[ns]).await;
+    install_widget_in(&env, &[ns]).await;
     env.start_manager();
     wait_phase(&env, ns, "widget-operator.v1.0.0", Phase::Succeeded).await;
     let csv = wait_report(
@@ -350,7 +341,7 @@ async fn removing_a_secret_from_the_catalog_detaches_and_deletes_its_copies() {
     let mut env = Env::new().await;
     let ns = "team-a";
     catalog_with_secrets(&env, &[CREDS, MIRROR]).await;
-    install_in(&env, &[ns]).await;
+    install_widget_in(&env, &[ns]).await;
     env.start_manager();
     wait_phase(&env, ns, "widget-operator.v1.0.0", Phase::Succeeded).await;
     env.wait_until("both copies", TIMEOUT, || {
@@ -392,7 +383,7 @@ async fn a_copy_deleted_or_edited_by_someone_is_restored() {
     let mut env = Env::new().await;
     let ns = "team-a";
     catalog_with_secrets(&env, &[CREDS]).await;
-    install_in(&env, &[ns]).await;
+    install_widget_in(&env, &[ns]).await;
     env.start_manager();
     wait_phase(&env, ns, "widget-operator.v1.0.0", Phase::Succeeded).await;
     let copy = copy_name(CREDS);

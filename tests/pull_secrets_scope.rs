@@ -16,14 +16,6 @@ use support::Env;
 const CREDS: &str = "registry-creds";
 const NAME: &str = "widget-operator.v1.0.0";
 
-async fn install_in(env: &Env, namespaces_: &[&str]) {
-    namespaces(env, namespaces_).await;
-    for ns in namespaces_ {
-        operator_group(env, ns, "group", &[ns]).await;
-        install(env, ns, "widget-operator", "1.0.0").await;
-    }
-}
-
 fn propagated(env: &Env, ns: &str) -> bool {
     env.api.get::<Secret>(ns, &copy_name(CREDS)).is_some()
         && sa_pull_secrets(env, ns, "default") == [copy_name(CREDS)]
@@ -47,7 +39,7 @@ async fn the_propagate_to_annotation_keeps_copies_out_of_unselected_namespaces()
         json!({"metadata": {"annotations": {"opcat.dev/propagate-to": "kubernetes.io/metadata.name in (team-a)"}}}),
     )
     .await;
-    install_in(&env, &["team-a", "team-b"]).await;
+    install_widget_in(&env, &["team-a", "team-b"]).await;
     env.start_manager();
 
     wait_phase(&env, "team-a", NAME, Phase::Succeeded).await;
@@ -92,7 +84,7 @@ async fn the_propagate_to_annotation_keeps_copies_out_of_unselected_namespaces()
 async fn a_namespace_can_opt_out_with_a_label() {
     let mut env = Env::new().await;
     catalog_with_secrets(&env, &[CREDS]).await;
-    install_in(&env, &["team-a"]).await;
+    install_widget_in(&env, &["team-a"]).await;
     env.start_manager();
     wait_phase(&env, "team-a", NAME, Phase::Succeeded).await;
     env.wait_until("propagated", TIMEOUT, || propagated(&env, "team-a"))
@@ -139,7 +131,7 @@ async fn a_namespace_can_opt_out_with_a_label() {
 async fn a_missing_source_or_catalog_keeps_existing_copies_and_is_reported() {
     let mut env = Env::new().await;
     catalog_with_secrets(&env, &[CREDS]).await;
-    install_in(&env, &["team-a"]).await;
+    install_widget_in(&env, &["team-a"]).await;
     env.start_manager();
     wait_phase(&env, "team-a", NAME, Phase::Succeeded).await;
     env.wait_until("propagated", TIMEOUT, || propagated(&env, "team-a"))

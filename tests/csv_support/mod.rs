@@ -232,6 +232,27 @@ pub async fn install(
         .await
 }
 
+/// Installs widget-operator v1.0.0 in each namespace, each with its own-namespace
+/// OperatorGroup `group`.
+pub async fn install_widget_in(env: &Env, namespaces_: &[&str]) {
+    namespaces(env, namespaces_).await;
+    for ns in namespaces_ {
+        operator_group(env, ns, "group", &[ns]).await;
+        install(env, ns, "widget-operator", "1.0.0").await;
+    }
+}
+
+/// An environment whose API server runs no garbage collector: whatever goes away on an
+/// uninstall, opcat removed itself.
+pub async fn env_without_gc() -> Env {
+    Env::with_api(
+        fake_apiserver::FakeApiServer::builder()
+            .garbage_collector(false)
+            .build(),
+    )
+    .await
+}
+
 /// The CSV name of example bundle `<package>/<version>`.
 pub fn csv_name(package: &str, version: &str) -> String {
     format!("{package}.v{version}")
