@@ -83,7 +83,16 @@ pub fn controller(
     let stores = context.stores.clone();
     let csvs = stores.csvs.clone();
     let replaced = reflectors.csvs.subscribe();
-    let catalogs = triggers::CatalogChanges::new(csvs.clone());
+    let catalogs = triggers::Changes::new(
+        csvs.clone(),
+        triggers::catalog_fingerprint,
+        triggers::catalog,
+    );
+    let subscriptions = triggers::Changes::new(
+        csvs.clone(),
+        triggers::subscription_fingerprint,
+        triggers::subscription,
+    );
     let source_changes = {
         let csvs = csvs.clone();
         let catalog_sources = stores.catalog_sources.clone();
@@ -91,8 +100,7 @@ pub fn controller(
             futures::stream::iter(triggers::source_secret(&csvs, &catalog_sources, &key))
         })
     };
-    let (for_groups, for_subscriptions, for_copies, for_namespaces) =
-        (csvs.clone(), csvs.clone(), csvs.clone(), csvs.clone());
+    let (for_groups, for_copies, for_namespaces) = (csvs.clone(), csvs.clone(), csvs.clone());
     let (for_deleted_groups, for_deleted_copies, for_deleted_catalogs) =
         (csvs.clone(), csvs.clone(), csvs.clone());
     let controller = Controller::for_shared_stream(reflectors.csvs.subscribe(), csvs)
@@ -104,7 +112,7 @@ pub fn controller(
             triggers::operator_group(&for_groups, &group)
         })
         .watches_shared_stream(reflectors.subscriptions.subscribe(), move |subscription| {
-            triggers::subscription(&for_subscriptions, &subscription)
+            subscriptions.map(&subscription)
         })
         .watches_shared_stream(reflectors.catalog_sources.subscribe(), move |catalog| {
             catalogs.map(&catalog)

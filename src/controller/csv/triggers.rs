@@ -93,51 +93,67 @@ pub fn from_catalog(csvs: &Store<ClusterServiceVersion>, namespace: &str, name: 
     }))
 }
 
-/// `spec.secrets` and the `opcat.dev/propagate-to` annotation of a CatalogSource.
-type CatalogFingerprint = (Vec<String>, Option<String>);
-
 /// What of a CatalogSource concerns its CSVs: `spec.secrets` and the propagation selector.
 /// Status updates (every poll) do not.
-fn catalog_fingerprint(catalog: &CatalogSource) -> CatalogFingerprint {
-    (
-        catalog.spec.secret_names().map(str::to_owned).collect(),
-        catalog.annotations().get(PROPAGATE_TO_ANNOTATION).cloned(),
-    )
+pub fn catalog_fingerprint(catalog: &CatalogSource) -> String {
+    let selector = catalog.annotations().get(PROPAGATE_TO_ANNOTATION);
+    let secrets: Vec<&str> = catalog.spec.secret_names().collect();
+    serde_json::json!([secrets, selector]).to_string()
 }
 
-/// Maps CatalogSource events to their CSVs, only when `spec.secrets` or the propagation
-/// selector changed (or the CatalogSource is seen for the first time).
-pub struct CatalogChanges {
+/// What of a Subscription concerns its CSVs: `spec.config`. Status updates (the Subscription
+/// reconciler mirrors the CSV's report there) do not.
+pub fn subscription_fingerprint(subscription: &Subscription) -> String {
+    serde_json::to_string(&subscription.spec.config).unwrap_or_default()
+}
+
+/// Maps events of a kind to CSVs only when the part of the object the CSVs depend on changed
+/// (or the object is seen for the first time): a status update of a CatalogSource or
+/// Subscription is not a reason to look at every CSV installed from it again.
+pub struct Changes<K> {
     csvs: Store<ClusterServiceVersion>,
-    seen: Mutex<HashMap<(String, String), CatalogFingerprint>>,
+    fingerprint: fn(&K) -> String,
+    targets: fn(&Store<ClusterServiceVersion>, &K) -> Refs,
+    seen: Mutex<HashMap<(String, String), String>>,
 }
 
-impl CatalogChanges {
-    pub fn new(csvs: Store<ClusterServiceVersion>) -> Self {
+impl<K: kube::Resource> Changes<K> {
+    pub fn new(
+        csvs: Store<ClusterServiceVersion>,
+        fingerprint: fn(&K) -> String,
+        targets: fn(&Store<ClusterServiceVersion>, &K) -> Refs,
+    ) -> Self {
         Self {
             csvs,
+            fingerprint,
+            targets,
             seen: Mutex::default(),
         }
     }
 
     /// The CSVs to reconcile for this event.
-    pub fn map(&self, catalog: &CatalogSource) -> Refs {
-        let namespace = catalog.namespace().unwrap_or_default();
-        let name = catalog.name_any();
-        let fingerprint = catalog_fingerprint(catalog);
+    pub fn map(&self, object: &K) -> Refs {
+        let key = (object.namespace().unwrap_or_default(), object.name_any());
+        let fingerprint = (self.fingerprint)(object);
         let changed = match self.seen.lock() {
-            Ok(mut seen) => {
-                seen.insert((namespace.clone(), name.clone()), fingerprint.clone())
-                    != Some(fingerprint)
-            }
+            Ok(mut seen) => seen.insert(key, fingerprint.clone()) != Some(fingerprint),
             Err(_) => true,
         };
         if changed {
-            from_catalog(&self.csvs, &namespace, &name)
+            (self.targets)(&self.csvs, object)
         } else {
             Vec::new()
         }
     }
+}
+
+/// CSVs installed from `catalog`.
+pub fn catalog(csvs: &Store<ClusterServiceVersion>, catalog: &CatalogSource) -> Refs {
+    from_catalog(
+        csvs,
+        &catalog.namespace().unwrap_or_default(),
+        &catalog.name_any(),
+    )
 }
 
 /// CSVs from the catalogs that list the source Secret `key` in `spec.secrets` (rotation
@@ -239,7 +255,7 @@ mod tests {
     #[test]
     fn catalog_events_trigger_only_when_secrets_or_the_selector_change() {
         let csvs = store(vec![csv("team-a", "op.v1", "olm/private")]);
-        let changes = CatalogChanges::new(csvs);
+        let changes = Changes::new(csvs, catalog_fingerprint, super::catalog);
         let mut catalog = catalog(&["creds"]);
         assert_eq!(changes.map(&catalog).len(), 1, "first sight");
         catalog.status = Some(Default::default());
