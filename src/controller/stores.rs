@@ -7,8 +7,9 @@
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, PartialObjectMeta};
@@ -16,6 +17,7 @@ use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
 
 use crate::api::{
     CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, MANAGED_LABEL_VALUE,
@@ -65,6 +67,7 @@ where
 {
     store: Store<K>,
     writer: Writer<K>,
+    deleted: broadcast::Sender<Arc<K>>,
 }
 
 impl<K> Shared<K>
@@ -73,7 +76,12 @@ where
 {
     fn new() -> Self {
         let (store, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
-        Self { store, writer }
+        let (deleted, _) = broadcast::channel(SUBSCRIBER_BUFFER);
+        Self {
+            store,
+            writer,
+            deleted,
+        }
     }
 
     /// The store (cheap to clone).
@@ -88,6 +96,24 @@ where
         self.writer
             .subscribe()
             .unwrap_or_else(|| unreachable!("shared writers always accept subscribers"))
+    }
+
+    /// A stream of the objects the watch sees deleted. [`Shared::subscribe`] only carries
+    /// objects that were applied (kube's dispatcher does not broadcast deletions), so a
+    /// controller that must react to a deleted child (a pull-secret copy someone deleted, a
+    /// removed OperatorGroup) subscribes here too. Like `subscribe`, call it before
+    /// [`Reflectors::drive`]; a subscriber that lags more than the buffer skips the oldest.
+    pub fn subscribe_deleted(&self) -> impl Stream<Item = Arc<K>> + Send + 'static {
+        let receiver = self.deleted.subscribe();
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            loop {
+                match receiver.recv().await {
+                    Ok(object) => return Some((object, receiver)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        })
     }
 }
 
@@ -115,6 +141,15 @@ impl Stores {
         self.deployments.wait_until_ready().await?;
         self.copies.wait_until_ready().await?;
         self.namespaces.wait_until_ready().await
+    }
+
+    /// Whether every watch has listed once, without waiting. A reconcile that decides from
+    /// several stores checks this first: right after a start, a store that has not listed yet
+    /// looks empty, and acting on that (a Subscription "gone", a namespace "without labels")
+    /// would write what the next reconcile takes back.
+    pub fn is_ready(&self) -> bool {
+        use futures::FutureExt;
+        matches!(self.wait_until_ready().now_or_never(), Some(Ok(())))
     }
 }
 
@@ -228,12 +263,20 @@ fn drive_watch<K>(
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
+    let deleted = shared.deleted;
     Box::pin(
         watcher(api, config)
             .default_backoff()
             .reflect_shared(shared.writer)
             .for_each(move |event| {
-                log_watch_error(name, event.err());
+                match event {
+                    Ok(watcher::Event::Delete(object)) => {
+                        // No subscriber is not an error.
+                        let _ = deleted.send(Arc::new(object));
+                    }
+                    Ok(_) => {}
+                    Err(error) => log_watch_error(name, Some(error)),
+                }
                 std::future::ready(())
             }),
     )

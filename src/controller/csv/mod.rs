@@ -1,18 +1,208 @@
-//! The csv reconciler.
+//! The ClusterServiceVersion reconciler: the installer, with pull-secret propagation.
+//!
+//! For each CSV opcat manages (label `app.kubernetes.io/managed-by=opcat`, created by the
+//! InstallPlan reconciler with the `controller::keys::csv` annotations and the finalizer):
+//!
+//! - `install`: phases Pending → InstallReady → Installing → Succeeded (or Failed with OLM's
+//!   reasons); copies the catalog's pull secrets into the namespace and attaches them to every
+//!   ServiceAccount the bundle uses and to its Deployments' pod templates, then applies the
+//!   bundle's objects in order, sweeps what the bundle no longer has, runs the pull-credentials
+//!   preflight and writes the report the Subscription mirrors; a CSV that a newer one replaces
+//!   goes Replacing, then Deleting once the newer one succeeded;
+//! - `cleanup`: on deletion, removes what opcat added for the CSV (never CRDs) and lets go.
+//!
+//! Module map — sequencing: `install`, `converge`, `cleanup`; reads: `observe`, `bundle`;
+//! pure: `requirements`, `propagation`, `status`, `report`, `triggers`; writes: `copies`,
+//! `service_accounts`, `objects`, `csv_writes`, `events`; registry: `preflight`.
+
+mod bundle;
+mod cleanup;
+mod converge;
+mod copies;
+mod csv_writes;
+mod error;
+mod events;
+mod install;
+mod objects;
+mod observe;
+mod preflight;
+mod propagation;
+mod report;
+mod requirements;
+mod service_accounts;
+mod status;
+mod triggers;
 
 use std::sync::Arc;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
+use kube::ResourceExt;
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::events::EventType;
 
+pub use error::CsvError;
+pub use objects::APPLIED_HASH_ANNOTATION;
+pub use report::{decode as decode_report, encode as encode_report};
+
+use super::backoff::ReconcileFailure;
 use super::context::Context;
 use super::manager::Shutdown;
 use super::stores::Reflectors;
+use crate::api::ClusterServiceVersion;
+use crate::pull_secrets::RestorePolicy;
+
+/// Name of this controller in logs.
+const CONTROLLER: &str = "clusterserviceversion";
+
+/// The reconciler's state: the shared context plus what only this reconciler caches.
+pub struct Csvs {
+    context: Arc<Context>,
+    bundles: bundle::BundleCache,
+    preflight: preflight::PreflightCache,
+    restore_policy: RestorePolicy,
+}
+
+impl Csvs {
+    fn new(context: Arc<Context>) -> Self {
+        Self {
+            context,
+            bundles: bundle::BundleCache::default(),
+            preflight: preflight::PreflightCache::default(),
+            restore_policy: RestorePolicy::default(),
+        }
+    }
+}
 
 /// Builds the controller; the future runs until `shutdown`.
 pub fn controller(
-    _context: Arc<Context>,
-    _reflectors: &Reflectors,
+    context: Arc<Context>,
+    reflectors: &Reflectors,
     shutdown: Shutdown,
 ) -> BoxFuture<'static, ()> {
-    Box::pin(shutdown)
+    let stores = context.stores.clone();
+    let csvs = stores.csvs.clone();
+    let replaced = reflectors.csvs.subscribe();
+    let catalogs = triggers::Changes::new(
+        csvs.clone(),
+        triggers::catalog_fingerprint,
+        triggers::catalog,
+    );
+    let subscriptions = triggers::Changes::new(
+        csvs.clone(),
+        triggers::subscription_fingerprint,
+        triggers::subscription,
+    );
+    let source_changes = {
+        let csvs = csvs.clone();
+        let catalog_sources = stores.catalog_sources.clone();
+        context.source_secrets.subscribe().flat_map(move |key| {
+            futures::stream::iter(triggers::source_secret(&csvs, &catalog_sources, &key))
+        })
+    };
+    let (for_groups, for_copies, for_namespaces) = (csvs.clone(), csvs.clone(), csvs.clone());
+    let (for_deleted_groups, for_deleted_copies, for_deleted_catalogs) =
+        (csvs.clone(), csvs.clone(), csvs.clone());
+    let controller = Controller::for_shared_stream(reflectors.csvs.subscribe(), csvs)
+        .watches_shared_stream(reflectors.deployments.subscribe(), |deployment| {
+            triggers::deployment(&deployment)
+        })
+        .watches_shared_stream(replaced, |csv| triggers::replaced(&csv))
+        .watches_shared_stream(reflectors.operator_groups.subscribe(), move |group| {
+            triggers::operator_group(&for_groups, &group)
+        })
+        .watches_shared_stream(reflectors.subscriptions.subscribe(), move |subscription| {
+            subscriptions.map(&subscription)
+        })
+        .watches_shared_stream(reflectors.catalog_sources.subscribe(), move |catalog| {
+            catalogs.map(&catalog)
+        })
+        .watches_shared_stream(reflectors.copies.subscribe(), move |copy| {
+            triggers::copy(&for_copies, &copy)
+        })
+        .watches_shared_stream(reflectors.namespaces.subscribe(), move |namespace| {
+            triggers::namespace(&for_namespaces, &namespace)
+        })
+        // Deletions: the shared streams above only carry applied objects.
+        .watches_shared_stream(reflectors.deployments.subscribe_deleted(), |deployment| {
+            triggers::deployment(&deployment)
+        })
+        .watches_shared_stream(reflectors.csvs.subscribe_deleted(), |csv| {
+            triggers::replaced(&csv)
+        })
+        .watches_shared_stream(
+            reflectors.operator_groups.subscribe_deleted(),
+            move |group| triggers::operator_group(&for_deleted_groups, &group),
+        )
+        .watches_shared_stream(reflectors.copies.subscribe_deleted(), move |copy| {
+            triggers::copy(&for_deleted_copies, &copy)
+        })
+        .watches_shared_stream(
+            reflectors.catalog_sources.subscribe_deleted(),
+            move |catalog| {
+                triggers::from_catalog(
+                    &for_deleted_catalogs,
+                    &catalog.namespace().unwrap_or_default(),
+                    &catalog.name_any(),
+                )
+            },
+        )
+        .reconcile_on(source_changes)
+        .graceful_shutdown_on(shutdown)
+        .with_config(Config::default().concurrency(context.settings.concurrency));
+    let state = Arc::new(Csvs::new(context));
+    Box::pin(
+        controller
+            .run(reconcile, error_policy, state)
+            .for_each(|_| std::future::ready(())),
+    )
+}
+
+fn key(csv: &ClusterServiceVersion) -> String {
+    format!(
+        "{CONTROLLER}/{}/{}",
+        csv.namespace().unwrap_or_default(),
+        csv.name_any()
+    )
+}
+
+async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<Action, CsvError> {
+    if !observe::is_managed(&csv) {
+        return Ok(Action::await_change());
+    }
+    if !state.context.stores.is_ready() {
+        // Decisions read many stores; wait until each has listed once (after a start).
+        return Ok(Action::requeue(state.context.settings.wait_requeue));
+    }
+    let result = if observe::is_deleting(&csv) {
+        cleanup::reconcile(&state, &csv).await
+    } else {
+        let result = install::reconcile(&state, &csv).await;
+        if let Err(error) = &result {
+            // Retried with backoff. Conflicts are routine between concurrent writers; anything
+            // else (a registry or API outage, a kind not served yet) is worth telling users.
+            if error.kind() != "conflict" {
+                let note = format!("retrying: {}", crate::cli::error_chain(error));
+                state
+                    .context
+                    .event(
+                        &events::reference(csv.as_ref()),
+                        EventType::Warning,
+                        crate::api::csv_reasons::INSTALL_COMPONENT_FAILED,
+                        "Install",
+                        Some(note),
+                    )
+                    .await;
+            }
+        }
+        result
+    };
+    if result.is_ok() {
+        state.context.backoffs.succeeded(&key(&csv));
+    }
+    result
+}
+
+fn error_policy(csv: Arc<ClusterServiceVersion>, error: &CsvError, state: Arc<Csvs>) -> Action {
+    state.context.backoffs.policy(CONTROLLER, &key(&csv), error)
 }

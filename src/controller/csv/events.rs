@@ -1,0 +1,159 @@
+//! Events about pull-secret propagation, after the writes they describe succeeded: on the copy
+//! or ServiceAccount itself, on the Subscription of the CSV, and (copy, rotate, delete) on the
+//! CatalogSource. Notes hold names and reasons only, never secret data. Touches the client.
+//!
+//! Metrics seam: [`observe_plan`] is where the counters of a later issue go (copies, rotations,
+//! propagation lag; names in `pull_secrets::vocabulary`); today it logs the same facts as
+//! structured fields.
+
+use k8s_openapi::api::core::v1::{ObjectReference, Secret};
+use kube::Resource;
+use kube::runtime::events::EventType;
+
+use crate::api::{CatalogSource, ClusterServiceVersion, Subscription};
+use crate::controller::clock::elapsed;
+use crate::controller::context::Context;
+use crate::pull_secrets::vocabulary::{
+    EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_DELETED, EVENT_PULL_SECRET_ROTATED,
+};
+use crate::pull_secrets::{CopyAction, EventObject, NamespacePlan, PlanEvent};
+
+/// A reference to a namespaced core object.
+fn core_reference(kind: &str, namespace: &str, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some(kind.to_owned()),
+        namespace: Some(namespace.to_owned()),
+        name: Some(name.to_owned()),
+        ..ObjectReference::default()
+    }
+}
+
+/// A reference to any typed object.
+pub fn reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
+    object.object_ref(&())
+}
+
+/// Where propagation events are also shown.
+pub struct Audience<'a> {
+    pub subscription: Option<&'a Subscription>,
+    pub catalog_source: Option<&'a CatalogSource>,
+}
+
+/// Publishes the events of `events` (from a plan whose writes succeeded).
+pub async fn publish(
+    context: &Context,
+    namespace: &str,
+    events: &[PlanEvent],
+    audience: &Audience<'_>,
+) {
+    for event in events {
+        let type_ = if event.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        let kind = match event.kind {
+            EventObject::Secret => "Secret",
+            EventObject::ServiceAccount => "ServiceAccount",
+        };
+        let action = "PropagatePullSecrets";
+        let regarding = core_reference(kind, namespace, &event.name);
+        context
+            .event(
+                &regarding,
+                type_,
+                event.reason,
+                action,
+                Some(event.message.clone()),
+            )
+            .await;
+        if let Some(subscription) = audience.subscription {
+            context
+                .event(
+                    &reference(subscription),
+                    type_,
+                    event.reason,
+                    action,
+                    Some(event.message.clone()),
+                )
+                .await;
+        }
+        let catalog_wide = [
+            EVENT_PULL_SECRET_COPIED,
+            EVENT_PULL_SECRET_ROTATED,
+            EVENT_PULL_SECRET_DELETED,
+        ]
+        .contains(&event.reason);
+        if catalog_wide && let Some(catalog) = audience.catalog_source {
+            context
+                .event(
+                    &reference(catalog),
+                    type_,
+                    event.reason,
+                    action,
+                    Some(event.message.clone()),
+                )
+                .await;
+        }
+    }
+}
+
+/// Logs what a plan did, with the facts the propagation metrics will count.
+pub fn observe_plan(
+    context: &Context,
+    csv: &ClusterServiceVersion,
+    plan: &NamespacePlan,
+    sources: &std::collections::BTreeMap<String, Secret>,
+) {
+    if plan.is_converged() {
+        return;
+    }
+    let now = context.clock.now();
+    for write in &plan.copy_writes {
+        let rotated = match &write.action {
+            CopyAction::Update { changes, .. } => changes.data,
+            CopyAction::Recreate { .. } => true,
+            _ => false,
+        };
+        // Propagation lag: from the source's last write (its newest managed-fields entry) to now.
+        let lag_ms = sources.get(&write.source_name).and_then(|source| {
+            let written = source
+                .metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .filter_map(|entry| entry.time.as_ref())
+                .map(|time| time.0)
+                .max()?;
+            u64::try_from(elapsed(written, now).as_millis()).ok()
+        });
+        tracing::info!(
+            namespace = %plan.namespace,
+            csv = csv.metadata.name.as_deref().unwrap_or_default(),
+            catalog = %plan.catalog,
+            source = %write.source_name,
+            rotated,
+            lag_ms,
+            "pull-secret copy written"
+        );
+    }
+    for edit in &plan.service_account_edits {
+        tracing::info!(
+            namespace = %plan.namespace,
+            service_account = %edit.name,
+            added = ?edit.added,
+            restored = ?edit.restored,
+            removed = ?edit.removed,
+            "service account imagePullSecrets edited"
+        );
+    }
+    for deletion in &plan.deletions {
+        tracing::info!(
+            namespace = %plan.namespace,
+            copy = %deletion.name,
+            reason = ?deletion.reason,
+            "pull-secret copy deleted"
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Apply: the rendered objects (RBAC, CRDs, Deployments, the rest), the wait for CRDs to be
+//! established, and the sweep of objects a render no longer produces. Touches the client.
+//!
+//! Every object is server-side applied with field manager `opcat` behind the drift check
+//! (`controller::apply`). The check asks whether the desired object is contained in the live
+//! one, which cannot see a field opcat *stopped* setting (a Subscription `config` entry removed,
+//! a pull-secret copy dropped from a pod template). So each applied object also carries
+//! [`APPLIED_HASH_ANNOTATION`], a hash of what was rendered: when the render changes, the live
+//! object no longer contains the desired hash, and the apply — which prunes what opcat no
+//! longer sets — happens. A converged object still gets no write (DESIGN invariant 5).
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject};
+use kube::{Client, ResourceExt};
+
+use super::error::CsvError;
+use super::observe::{LabelledObjects, ObjectKey};
+use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, RETAIN_LABEL, RETAIN_VALUE};
+use crate::controller::apply::{self, Outcome, dynamic_api};
+use crate::controller::context::Context;
+use crate::pull_secrets::names::short_hash;
+
+/// Annotation on every object opcat applies: a hash of the rendered object.
+pub const APPLIED_HASH_ANNOTATION: &str = "opcat.dev/applied-hash";
+
+const CRD_KIND: &str = "CustomResourceDefinition";
+
+/// `object` with [`APPLIED_HASH_ANNOTATION`] set to the hash of its rendered form.
+pub fn with_applied_hash(object: &DynamicObject) -> DynamicObject {
+    let mut object = object.clone();
+    if let Some(annotations) = object.metadata.annotations.as_mut() {
+        annotations.remove(APPLIED_HASH_ANNOTATION);
+        if annotations.is_empty() {
+            object.metadata.annotations = None;
+        }
+    }
+    // Objects rendered from plain data always serialise; an empty text still hashes.
+    let rendered = serde_json::to_string(&object).unwrap_or_default();
+    object
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(APPLIED_HASH_ANNOTATION.to_owned(), short_hash(&[&rendered]));
+    object
+}
+
+/// Whether `object` is opcat's (labelled `app.kubernetes.io/managed-by=opcat`).
+fn is_opcat(object: &DynamicObject) -> bool {
+    object.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE)
+}
+
+/// Applies `objects` in order. An object not labelled for this CSV is looked up by name
+/// first: one that exists without opcat's label is not taken over (CRDs excepted: they are
+/// adopted, as OLM does, and never deleted). Returns how many objects were written.
+pub async fn apply_all(
+    context: &Context,
+    objects: &[DynamicObject],
+    live: &LabelledObjects,
+    force: impl Fn(&DynamicObject, &DynamicObject) -> bool,
+) -> Result<usize, CsvError> {
+    let mut written = 0;
+    for object in objects {
+        let Some(types) = &object.types else {
+            continue;
+        };
+        let resource = context
+            .resources
+            .resolve(&types.api_version, &types.kind)
+            .await?;
+        let desired = with_applied_hash(object);
+        let mut current = live.get(object).cloned();
+        if current.is_none() {
+            current = get(context, &resource, object).await?;
+            if let Some(existing) = &current
+                && !is_opcat(existing)
+                && types.kind != CRD_KIND
+            {
+                return Err(CsvError::Foreign {
+                    kind: types.kind.clone(),
+                    object: ObjectKey::of(object).to_string(),
+                });
+            }
+        }
+        // A live object that still carries something opcat stopped setting is re-applied even
+        // when the desired object is contained in it.
+        let current = current.filter(|live| !force(object, live));
+        if apply::apply_dynamic(&context.client, &resource, &desired, current.as_ref()).await?
+            == Outcome::Applied
+        {
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+async fn get(
+    context: &Context,
+    resource: &crate::controller::resources::ResolvedResource,
+    object: &DynamicObject,
+) -> Result<Option<DynamicObject>, CsvError> {
+    let api = dynamic_api(&context.client, resource, object.namespace().as_deref());
+    api.get_opt(&object.name_any())
+        .await
+        .map_err(|source| CsvError::read(ObjectKey::of(object).to_string(), source))
+}
+
+/// The CRDs among `crds` whose group serves one of `objects` and that are not `Established`
+/// yet: objects of those kinds must wait.
+pub async fn unestablished_crds(
+    client: &Client,
+    crds: &[DynamicObject],
+    objects: &[DynamicObject],
+) -> Result<Vec<String>, CsvError> {
+    let groups: BTreeSet<String> = objects
+        .iter()
+        .filter_map(|object| object.types.as_ref())
+        .map(|types| crate::controller::resources::gvk(&types.api_version, &types.kind).group)
+        .collect();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut waiting = Vec::new();
+    for crd in crds {
+        let group = crd
+            .data
+            .pointer("/spec/group")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        if !groups.contains(group) {
+            continue;
+        }
+        let name = crd.name_any();
+        let live = api
+            .get_opt(&name)
+            .await
+            .map_err(|source| CsvError::read(format!("CustomResourceDefinition {name}"), source))?;
+        let established = live
+            .and_then(|crd| crd.status)
+            .and_then(|status| status.conditions)
+            .into_iter()
+            .flatten()
+            .any(|condition| condition.type_ == "Established" && condition.status == "True");
+        if !established {
+            waiting.push(name);
+        }
+    }
+    Ok(waiting)
+}
+
+/// Whether the sweep and the uninstall keep `object`: CRDs and objects labelled to be retained
+/// (DESIGN invariant 10).
+pub fn is_retained(object: &DynamicObject) -> bool {
+    object
+        .types
+        .as_ref()
+        .is_some_and(|types| types.kind == CRD_KIND)
+        || object.labels().get(RETAIN_LABEL).map(String::as_str) == Some(RETAIN_VALUE)
+}
+
+/// Deletes every object of `live` whose key is not in `keep` and that is not retained. Each
+/// delete carries the uid it was listed with. Returns the keys deleted.
+pub async fn delete_unlisted(
+    client: &Client,
+    live: &LabelledObjects,
+    keep: &BTreeSet<ObjectKey>,
+) -> Result<Vec<ObjectKey>, CsvError> {
+    let mut deleted = Vec::new();
+    for (key, (resource, object)) in &live.objects {
+        if keep.contains(key) || is_retained(object) {
+            continue;
+        }
+        if object.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        apply::delete_dynamic(
+            client,
+            resource,
+            object.namespace().as_deref(),
+            &object.name_any(),
+            object.uid(),
+        )
+        .await?;
+        deleted.push(key.clone());
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(value: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn the_applied_hash_follows_the_rendered_object_and_nothing_else() {
+        let a = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "ns"}, "data": {"k": "1"}}));
+        let b = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "ns"}, "data": {"k": "2"}}));
+        let hash = |o: &DynamicObject| o.annotations().get(APPLIED_HASH_ANNOTATION).cloned();
+        let hashed = with_applied_hash(&a);
+        assert_eq!(hash(&hashed), hash(&with_applied_hash(&a)));
+        assert_eq!(hash(&with_applied_hash(&hashed)), hash(&hashed));
+        assert_ne!(hash(&hashed), hash(&with_applied_hash(&b)));
+    }
+
+    #[test]
+    fn crds_and_retained_objects_are_never_swept() {
+        let crd = object(json!({"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition", "metadata": {"name": "w.example.com"}}));
+        let retained = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "labels": {RETAIN_LABEL: RETAIN_VALUE}}}));
+        let plain = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a"}}));
+        assert!(is_retained(&crd));
+        assert!(is_retained(&retained));
+        assert!(!is_retained(&plain));
+    }
+}

@@ -1,0 +1,380 @@
+//! Dereference: everything a reconcile reads. Stores first (CSVs, OperatorGroups,
+//! Subscriptions, CatalogSources, Namespaces, copies, Deployments, source Secrets); GETs only for
+//! what has no store (ServiceAccounts, and a Secret holding a copy's name without opcat's label,
+//! which the label-selected store cannot see); one label-selected LIST per kind for the objects
+//! of a CSV. Touches the client (reads only).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Client, ResourceExt};
+
+use super::error::CsvError;
+use crate::api::{CatalogSource, ClusterServiceVersion, OperatorGroup, Subscription};
+use crate::bundle::ownership::csv_selector;
+use crate::controller::apply::{dynamic_api, is_not_found};
+use crate::controller::context::Context;
+use crate::controller::keys::{self, csv as csv_keys};
+use crate::controller::resources::ResolvedResource;
+use crate::controller::source_secrets::SourceState;
+use crate::pull_secrets::CatalogRef;
+use crate::registry::{Keyring, PullSecret};
+
+/// Kinds listed for a CSV's objects besides the kinds its current render produces, so objects of
+/// a previous render can be swept: everything the static resource table knows that a bundle may
+/// hold.
+pub const SWEPT_KINDS: &[(&str, &str)] = &[
+    ("v1", "ServiceAccount"),
+    ("v1", "Service"),
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("apps/v1", "Deployment"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("policy/v1", "PodDisruptionBudget"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("networking.k8s.io/v1", "NetworkPolicy"),
+];
+
+/// Whether opcat manages `csv` (the CSV watch is label-selected already; this guards a CSV
+/// whose label was removed while it was queued).
+pub fn is_managed(csv: &ClusterServiceVersion) -> bool {
+    csv.labels()
+        .get(crate::bundle::ownership::MANAGED_BY_LABEL)
+        .map(String::as_str)
+        == Some(crate::bundle::ownership::MANAGED_BY_VALUE)
+}
+
+/// Whether `csv` is being deleted.
+pub fn is_deleting(csv: &ClusterServiceVersion) -> bool {
+    csv.metadata.deletion_timestamp.is_some()
+}
+
+/// The catalog `csv` was installed from (annotation [`csv_keys::CATALOG`]).
+pub fn catalog_of(csv: &ClusterServiceVersion) -> Option<CatalogRef> {
+    let value = csv.annotations().get(csv_keys::CATALOG)?;
+    let (namespace, name) = keys::split_ref(value)?;
+    Some(CatalogRef {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    })
+}
+
+/// The OperatorGroups in `namespace`.
+pub fn operator_groups(context: &Context, namespace: &str) -> Vec<Arc<OperatorGroup>> {
+    context
+        .stores
+        .operator_groups
+        .state()
+        .into_iter()
+        .filter(|group| group.namespace().as_deref() == Some(namespace))
+        .collect()
+}
+
+/// The CatalogSource `catalog`, from the store.
+pub fn catalog_source(context: &Context, catalog: &CatalogRef) -> Option<Arc<CatalogSource>> {
+    context
+        .stores
+        .catalog_sources
+        .get(&ObjectRef::new(&catalog.name).within(&catalog.namespace))
+}
+
+/// The Subscription named in the CSV's annotation, from the store.
+pub fn subscription(context: &Context, csv: &ClusterServiceVersion) -> Option<Arc<Subscription>> {
+    let name = csv.annotations().get(csv_keys::SUBSCRIPTION)?;
+    let namespace = csv.namespace()?;
+    context
+        .stores
+        .subscriptions
+        .get(&ObjectRef::new(name).within(&namespace))
+}
+
+/// Labels of `namespace`, from the metadata-only store.
+pub fn namespace_labels(context: &Context, namespace: &str) -> Option<BTreeMap<String, String>> {
+    context
+        .stores
+        .namespaces
+        .get(&ObjectRef::new(namespace))
+        .and_then(|ns| ns.metadata.labels.clone())
+}
+
+/// Other CSVs opcat manages in `namespace` that come from `catalog` and are not being deleted.
+pub fn catalog_csvs(
+    context: &Context,
+    namespace: &str,
+    catalog: &CatalogRef,
+    except: &str,
+) -> Vec<Arc<ClusterServiceVersion>> {
+    let mut csvs: Vec<Arc<ClusterServiceVersion>> = context
+        .stores
+        .csvs
+        .state()
+        .into_iter()
+        .filter(|csv| {
+            csv.namespace().as_deref() == Some(namespace)
+                && csv.name_any() != except
+                && is_managed(csv)
+                && !is_deleting(csv)
+                && catalog_of(csv).as_ref() == Some(catalog)
+        })
+        .collect();
+    csvs.sort_by_key(|csv| csv.name_any());
+    csvs
+}
+
+/// The live CSV that replaces `name` in `namespace` (its `spec.replaces`), if any.
+pub fn replacer(
+    context: &Context,
+    namespace: &str,
+    name: &str,
+) -> Option<Arc<ClusterServiceVersion>> {
+    context
+        .stores
+        .csvs
+        .state()
+        .into_iter()
+        .filter(|csv| csv.namespace().as_deref() == Some(namespace) && !is_deleting(csv))
+        .find(|csv| csv.spec.replaces.as_deref() == Some(name))
+}
+
+/// The source Secrets of a CatalogSource, or the first one whose state is not known yet.
+pub enum Sources {
+    /// Every named source's state is known; these exist.
+    Known(BTreeMap<String, Secret>),
+    /// The watch of this source has not listed yet.
+    Unknown(String),
+}
+
+/// The states of `catalog`'s `spec.secrets`.
+pub fn sources(context: &Context, catalog: &CatalogSource) -> Sources {
+    let namespace = catalog.namespace().unwrap_or_default();
+    let mut found = BTreeMap::new();
+    for name in catalog.spec.secret_names() {
+        match context.source_secrets.get(&namespace, name) {
+            SourceState::Unknown => return Sources::Unknown(name.to_owned()),
+            SourceState::Missing => {}
+            SourceState::Present(secret) => {
+                found.insert(name.to_owned(), (*secret).clone());
+            }
+        }
+    }
+    Sources::Known(found)
+}
+
+/// A keyring of `sources`, each credential named `name(source name)`. Unusable secrets are
+/// skipped (their problems are reported by the copy planning and the CatalogSource).
+pub fn keyring<'a>(
+    sources: impl IntoIterator<Item = (&'a String, &'a Secret)>,
+    name: impl Fn(&str) -> String,
+) -> Keyring {
+    let secrets: Vec<PullSecret> = sources
+        .into_iter()
+        .map(|(source_name, secret)| {
+            let mut pull = PullSecret::from(secret);
+            pull.name = name(source_name);
+            pull
+        })
+        .collect();
+    Keyring::from_secrets(&secrets).0
+}
+
+/// Secrets in `namespace` the plan needs: the catalog's copies (label-selected store) plus, by
+/// name, any Secret holding a wanted copy name that the store does not have (a foreign Secret
+/// in the way, or a copy the watch has not shown yet).
+pub async fn secrets(
+    context: &Context,
+    namespace: &str,
+    catalog: &CatalogRef,
+    wanted: &BTreeSet<String>,
+) -> Result<Vec<Secret>, CsvError> {
+    let mut found: BTreeMap<String, Secret> = context
+        .stores
+        .copies
+        .state()
+        .into_iter()
+        .filter(|secret| {
+            secret.namespace().as_deref() == Some(namespace) && catalog.is_catalog_copy(secret)
+        })
+        .map(|secret| (secret.name_any(), (*secret).clone()))
+        .collect();
+    let api: Api<Secret> = Api::namespaced(context.client.clone(), namespace);
+    for name in wanted {
+        if found.contains_key(name) {
+            continue;
+        }
+        match api.get_opt(name).await {
+            Ok(Some(secret)) => {
+                found.insert(name.clone(), secret);
+            }
+            Ok(None) => {}
+            Err(source) => {
+                return Err(CsvError::read(format!("Secret {namespace}/{name}"), source));
+            }
+        }
+    }
+    Ok(found.into_values().collect())
+}
+
+/// The ServiceAccounts `names` of `namespace` that exist (GET by name: opcat keeps no
+/// cluster-wide ServiceAccount cache).
+pub async fn service_accounts(
+    client: &Client,
+    namespace: &str,
+    names: &BTreeSet<String>,
+) -> Result<Vec<ServiceAccount>, CsvError> {
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let mut found = Vec::new();
+    for name in names {
+        match api.get_opt(name).await {
+            Ok(Some(sa)) => found.push(sa),
+            Ok(None) => {}
+            Err(source) => {
+                return Err(CsvError::read(
+                    format!("ServiceAccount {namespace}/{name}"),
+                    source,
+                ));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Reads one ServiceAccount again (after a conflict).
+pub async fn service_account(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<ServiceAccount>, CsvError> {
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    match api.get(name).await {
+        Ok(sa) => Ok(Some(sa)),
+        Err(error) if is_not_found(&error) => Ok(None),
+        Err(source) => Err(CsvError::read(
+            format!("ServiceAccount {namespace}/{name}"),
+            source,
+        )),
+    }
+}
+
+/// Identity of an object: API group, kind, namespace, name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    pub group: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of a rendered or listed object.
+    pub fn of(object: &DynamicObject) -> Self {
+        let (group, kind) = match &object.types {
+            Some(types) => {
+                let gvk = crate::controller::resources::gvk(&types.api_version, &types.kind);
+                (gvk.group, gvk.kind)
+            }
+            None => (String::new(), String::new()),
+        };
+        Self {
+            group,
+            kind,
+            namespace: object.metadata.namespace.clone(),
+            name: object.name_any(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{} {namespace}/{}", self.kind, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// Every object labelled with a CSV, by key, with the resource that serves it.
+#[derive(Default)]
+pub struct LabelledObjects {
+    pub objects: BTreeMap<ObjectKey, (ResolvedResource, DynamicObject)>,
+}
+
+impl LabelledObjects {
+    /// The live object for a rendered one.
+    pub fn get(&self, object: &DynamicObject) -> Option<&DynamicObject> {
+        self.objects
+            .get(&ObjectKey::of(object))
+            .map(|(_, object)| object)
+    }
+}
+
+/// Lists, in every namespace, the objects of each kind in `kinds` labelled with `csv` of
+/// `namespace` ([`csv_selector`]). Kinds the cluster does not serve are skipped.
+pub async fn labelled_objects(
+    context: &Context,
+    csv: &str,
+    namespace: &str,
+    kinds: &BTreeSet<(String, String)>,
+) -> Result<LabelledObjects, CsvError> {
+    let selector = csv_selector(csv, namespace);
+    let params = ListParams::default().labels(&selector);
+    let mut found = LabelledObjects::default();
+    for (api_version, kind) in kinds {
+        let resource = match context.resources.resolve(api_version, kind).await {
+            Ok(resource) => resource,
+            Err(error) => {
+                tracing::debug!(
+                    api_version = %api_version,
+                    kind = %kind,
+                    error = %crate::cli::error_chain(&error),
+                    "kind not served; nothing of it to list"
+                );
+                continue;
+            }
+        };
+        let api = dynamic_api(&context.client, &resource, None);
+        let list = match api.list(&params).await {
+            Ok(list) => list,
+            // A kind of the static table that this cluster does not serve: nothing to list.
+            Err(error) if is_not_found(&error) => continue,
+            Err(source) => {
+                return Err(CsvError::read(
+                    format!("{kind} objects of ClusterServiceVersion {namespace}/{csv}"),
+                    source,
+                ));
+            }
+        };
+        for mut object in list.items {
+            // Lists do not carry the kind of each item.
+            object.types = Some(kube::api::TypeMeta {
+                api_version: resource.resource.api_version.clone(),
+                kind: resource.resource.kind.clone(),
+            });
+            found
+                .objects
+                .insert(ObjectKey::of(&object), (resource.clone(), object));
+        }
+    }
+    Ok(found)
+}
+
+/// The kinds to list: [`SWEPT_KINDS`] plus the kinds of `rendered`.
+pub fn kinds_to_list<'a>(
+    rendered: impl IntoIterator<Item = &'a DynamicObject>,
+) -> BTreeSet<(String, String)> {
+    let mut kinds: BTreeSet<(String, String)> = SWEPT_KINDS
+        .iter()
+        .map(|(version, kind)| ((*version).to_owned(), (*kind).to_owned()))
+        .collect();
+    kinds.extend(rendered.into_iter().filter_map(|object| {
+        let types = object.types.as_ref()?;
+        Some((types.api_version.clone(), types.kind.clone()))
+    }));
+    kinds
+}

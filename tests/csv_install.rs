@@ -1,0 +1,457 @@
+//! The CSV reconciler installs an operator: phases, objects, placement, OperatorGroup problems,
+//! steady state and API failures (issue 5 item 4).
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod csv_support;
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use csv_support::*;
+use fake_apiserver::{DeploymentMode, FakeApiServer, Fault, Verb};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{EnvVar, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, DynamicObject};
+use opcat::api::ClusterServiceVersionPhase as Phase;
+use opcat::api::subscription::SubscriptionConfig;
+use opcat::api::{ClusterServiceVersion, OperatorGroup};
+use opcat::bundle::ownership::CsvOwner;
+use opcat::bundle::{Bundle, RenderContext, RenderedBundle, TargetNamespaces, render};
+use opcat::controller::context::Settings;
+use support::Env;
+
+const NS: &str = "ops";
+const PACKAGE: &str = "widget-operator";
+const SECRET: &str = "registry-creds";
+
+fn phases(csv: &ClusterServiceVersion) -> Vec<(Phase, String)> {
+    csv.status
+        .iter()
+        .flat_map(|status| status.conditions.iter().flatten())
+        .map(|c| (c.phase.unwrap(), c.reason.clone().unwrap_or_default()))
+        .collect()
+}
+
+fn config() -> SubscriptionConfig {
+    SubscriptionConfig {
+        env: Some(vec![EnvVar {
+            name: "LOG_LEVEL".to_owned(),
+            value: Some("debug".to_owned()),
+            ..EnvVar::default()
+        }]),
+        node_selector: Some(BTreeMap::from([("disk".to_owned(), "ssd".to_owned())])),
+        annotations: Some(BTreeMap::from([("team".to_owned(), "widgets".to_owned())])),
+        ..SubscriptionConfig::default()
+    }
+}
+
+/// What `bundle::render` makes of the example bundle for this install: the objects opcat must
+/// have created, with the same names.
+fn expected(
+    env: &Env,
+    csv: &ClusterServiceVersion,
+    targets: TargetNamespaces,
+    config: Option<&SubscriptionConfig>,
+) -> RenderedBundle {
+    let bundle = Bundle::load(&env.images.bundles_dir.join(PACKAGE).join("1.0.0")).unwrap();
+    let owner = CsvOwner {
+        name: csv.name_any(),
+        uid: csv.uid().unwrap(),
+    };
+    render(
+        &bundle,
+        &RenderContext {
+            csv: &owner,
+            install_namespace: NS,
+            targets: &targets,
+            operator_group: "ops-group",
+            subscription_config: config,
+            pull_secret_names: &[copy_name(SECRET)],
+            extra_labels: &BTreeMap::new(),
+        },
+    )
+    .unwrap()
+}
+
+fn exists(env: &Env, object: &DynamicObject) -> bool {
+    let kind = object.types.as_ref().unwrap().kind.as_str();
+    let ns = object.namespace().unwrap_or_default();
+    let name = object.name_any();
+    match kind {
+        "Role" => env.api.get::<Role>(&ns, &name).is_some(),
+        "RoleBinding" => env.api.get::<RoleBinding>(&ns, &name).is_some(),
+        "ClusterRole" => env.api.get::<ClusterRole>("", &name).is_some(),
+        "ClusterRoleBinding" => env.api.get::<ClusterRoleBinding>("", &name).is_some(),
+        "ServiceAccount" => env.api.get::<ServiceAccount>(&ns, &name).is_some(),
+        "Deployment" => env.api.get::<Deployment>(&ns, &name).is_some(),
+        "Service" => env.api.get::<Service>(&ns, &name).is_some(),
+        "CustomResourceDefinition" => env.api.get::<CustomResourceDefinition>("", &name).is_some(),
+        other => panic!("unexpected kind {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn own_namespace_install_goes_from_pending_through_installing_to_succeeded() {
+    let api = FakeApiServer::builder()
+        .deployment_mode(DeploymentMode::HeldUntilReleased)
+        .build();
+    logs();
+    let mut env = Env::with_api(api).await;
+    namespaces(&env, &[NS]).await;
+    catalog_with_secrets(&env, &[SECRET]).await;
+    operator_group(&env, NS, "ops-group", &[NS]).await;
+    subscription(&env, NS, PACKAGE, Some(config())).await;
+    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    let name = csv.name_any();
+    env.start_manager();
+
+    // Deployments are held unavailable: the CSV waits in Installing.
+    let installing = wait_phase(&env, NS, &name, Phase::Installing).await;
+    let history = phases(&installing);
+    assert_eq!(
+        history[..3],
+        [
+            (Phase::Pending, "RequirementsUnknown".to_owned()),
+            (Phase::InstallReady, "AllRequirementsMet".to_owned()),
+            (Phase::Installing, "InstallSucceeded".to_owned()),
+        ],
+        "OLM's phase history"
+    );
+
+    // Everything the bundle renders exists, under the names render gives it.
+    let expected = expected(
+        &env,
+        &csv,
+        TargetNamespaces::namespaces([NS]).unwrap(),
+        Some(&config()),
+    );
+    for object in expected.in_apply_order() {
+        assert!(
+            exists(&env, object),
+            "{:?} {} was not created",
+            object.types,
+            object.name_any()
+        );
+    }
+    assert_eq!(
+        expected.rbac.len(),
+        8,
+        "a Role and RoleBinding per permission, a ClusterRole and binding per cluster permission"
+    );
+    for object in &expected.rbac {
+        assert!(
+            object
+                .name_any()
+                .starts_with("widget-operator-v1-0-0-widget-"),
+            "deterministic, readable RBAC name: {}",
+            object.name_any()
+        );
+    }
+    // Labels and owner references.
+    let sa = env
+        .api
+        .get::<ServiceAccount>(NS, "widget-controller")
+        .unwrap();
+    assert_eq!(
+        sa.labels()
+            .get("app.kubernetes.io/managed-by")
+            .map(String::as_str),
+        Some("opcat")
+    );
+    assert_eq!(
+        sa.labels().get("opcat.dev/csv").map(String::as_str),
+        Some(name.as_str())
+    );
+    let owner = &sa.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("ClusterServiceVersion", csv.uid().unwrap().as_str())
+    );
+    assert_eq!(owner.controller, Some(false));
+    let default = env.api.get::<ServiceAccount>(NS, "default").unwrap();
+    assert!(
+        !default
+            .labels()
+            .contains_key("app.kubernetes.io/managed-by"),
+        "default is never taken over"
+    );
+    let cluster_role = expected
+        .rbac
+        .iter()
+        .find(|o| o.types.as_ref().unwrap().kind == "ClusterRole")
+        .unwrap();
+    let cluster_role = env
+        .api
+        .get::<ClusterRole>("", &cluster_role.name_any())
+        .unwrap();
+    assert!(
+        cluster_role.owner_references().is_empty(),
+        "cluster-scoped objects get labels only"
+    );
+    assert_eq!(
+        cluster_role
+            .labels()
+            .get("opcat.dev/csv-namespace")
+            .map(String::as_str),
+        Some(NS)
+    );
+    let crd = env
+        .api
+        .get::<CustomResourceDefinition>("", "widgets.example.opcat.dev")
+        .unwrap();
+    assert_eq!(
+        crd.labels()
+            .get("opcat.dev/retain-on-uninstall")
+            .map(String::as_str),
+        Some("true")
+    );
+
+    // The Deployment: OperatorGroup annotations, Subscription config, the copy.
+    let deployment = env.api.get::<Deployment>(NS, "widget-controller").unwrap();
+    let template = deployment.spec.unwrap().template;
+    let annotations = template.metadata.unwrap().annotations.unwrap();
+    assert_eq!(annotations["olm.operatorGroup"], "ops-group");
+    assert_eq!(annotations["olm.operatorNamespace"], NS);
+    assert_eq!(annotations["olm.targetNamespaces"], NS);
+    assert_eq!(annotations["team"], "widgets");
+    let pod = template.spec.unwrap();
+    assert_eq!(pod.node_selector.unwrap()["disk"], "ssd");
+    let env_vars = pod.containers[0].env.clone().unwrap();
+    assert!(
+        env_vars
+            .iter()
+            .any(|e| e.name == "LOG_LEVEL" && e.value.as_deref() == Some("debug"))
+    );
+    assert_eq!(
+        template_pull_secrets(&env, NS, "widget-controller"),
+        [copy_name(SECRET)]
+    );
+
+    // Released: Succeeded.
+    for deployment in ["widget-controller", "widget-dashboard"] {
+        env.api.release_deployment(NS, deployment);
+    }
+    let succeeded = wait_phase(&env, NS, &name, Phase::Succeeded).await;
+    let status = succeeded.status.clone().unwrap();
+    assert_eq!(status.reason.as_deref(), Some("InstallSucceeded"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("install strategy completed with no errors")
+    );
+    assert_eq!(
+        phases(&succeeded).last().unwrap(),
+        &(Phase::Succeeded, "InstallSucceeded".to_owned())
+    );
+    env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_namespaces_install_lifts_permissions_to_cluster_roles() {
+    let mut env = Env::new().await;
+    namespaces(&env, &[NS]).await;
+    catalog_with_secrets(&env, &[SECRET]).await;
+    operator_group(&env, NS, "ops-group", &[""]).await;
+    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    env.start_manager();
+    wait_phase(&env, NS, &csv.name_any(), Phase::Succeeded).await;
+
+    let expected = expected(&env, &csv, TargetNamespaces::All, None);
+    let cluster_roles: Vec<_> = expected
+        .rbac
+        .iter()
+        .filter(|o| o.types.as_ref().unwrap().kind == "ClusterRole")
+        .collect();
+    assert_eq!(
+        cluster_roles.len(),
+        4,
+        "two lifted permissions and two cluster permissions"
+    );
+    for object in expected.in_apply_order() {
+        assert!(exists(&env, object), "{} missing", object.name_any());
+    }
+    let deployment = env.api.get::<Deployment>(NS, "widget-dashboard").unwrap();
+    let annotations = deployment
+        .spec
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .annotations
+        .unwrap();
+    assert_eq!(annotations["olm.targetNamespaces"], "", "all namespaces");
+    env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_group_problems_fail_with_olm_reasons_until_fixed() {
+    let mut env = Env::new().await;
+    namespaces(&env, &[NS, "other"]).await;
+    catalog_with_secrets(&env, &[SECRET]).await;
+    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    let name = csv.name_any();
+    env.start_manager();
+
+    let failed = wait_phase(&env, NS, &name, Phase::Failed).await;
+    let status = failed.status.unwrap();
+    assert_eq!(status.reason.as_deref(), Some("NoOperatorGroup"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("csv in namespace ops with no operatorgroups")
+    );
+    assert!(
+        env.api.get::<Deployment>(NS, "widget-controller").is_none(),
+        "nothing installed"
+    );
+
+    operator_group(&env, NS, "first", &[NS]).await;
+    operator_group(&env, NS, "second", &[NS]).await;
+    env.wait_for::<ClusterServiceVersion>(NS, &name, TIMEOUT, |csv| {
+        csv.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("TooManyOperatorGroups")
+    })
+    .await;
+
+    // MultiNamespace targets: the widget operator does not support them.
+    let groups: Api<OperatorGroup> = Api::namespaced(env.client.clone(), NS);
+    groups
+        .delete("second", &DeleteParams::default())
+        .await
+        .unwrap();
+    set_operator_group_targets(&env, NS, "first", &[NS, "other"]).await;
+    let unsupported = env
+        .wait_for::<ClusterServiceVersion>(NS, &name, TIMEOUT, |csv| {
+            csv.status.as_ref().and_then(|s| s.reason.as_deref())
+                == Some("UnsupportedOperatorGroup")
+        })
+        .await;
+    assert_eq!(unsupported.status.unwrap().phase, Some(Phase::Failed));
+    assert!(env.api.get::<Deployment>(NS, "widget-controller").is_none());
+
+    // Fixed: the install goes ahead.
+    set_operator_group_targets(&env, NS, "first", &[NS]).await;
+    wait_phase(&env, NS, &name, Phase::Succeeded).await;
+    env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converged_install_makes_no_writes_even_across_a_restart() {
+    let mut env = Env::new().await;
+    namespaces(&env, &[NS]).await;
+    catalog_with_secrets(&env, &[SECRET]).await;
+    operator_group(&env, NS, "ops-group", &[NS]).await;
+    subscription(&env, NS, PACKAGE, Some(config())).await;
+    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    let settings = Settings {
+        resync: Duration::from_millis(500),
+        ..Env::settings()
+    };
+    env.start_manager_with(settings.clone());
+    wait_phase(&env, NS, &csv.name_any(), Phase::Succeeded).await;
+    wait_report(&env, NS, &csv.name_any(), "PullCredentialsReady", "True").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    for round in ["running", "restarted"] {
+        env.api.reset_counts();
+        let reads_before = env.api.request_counts().get(Verb::Get, "serviceaccounts");
+        env.wait_until("several reconciles of the converged CSV", TIMEOUT, || {
+            env.api.request_counts().get(Verb::Get, "serviceaccounts") >= reads_before + 9
+        })
+        .await;
+        assert_eq!(
+            env.api.request_counts().writes(),
+            0,
+            "{round}: a converged install must make no writes; requests:\n{}",
+            env.api.request_counts()
+        );
+        env.stop_manager().await;
+        env.api.reset_counts();
+        env.start_manager_with(settings.clone());
+    }
+    env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conflicts_and_server_errors_in_the_middle_of_an_install_converge() {
+    let mut env = Env::new().await;
+    namespaces(&env, &[NS]).await;
+    catalog_with_secrets(&env, &[SECRET]).await;
+    operator_group(&env, NS, "ops-group", &[NS]).await;
+    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    env.api
+        .inject_failure(Fault::new(500).verb(Verb::Create).resource("secrets"));
+    env.api.inject_failure(
+        Fault::new(409)
+            .verb(Verb::Patch)
+            .resource("serviceaccounts")
+            .times(2),
+    );
+    env.api
+        .inject_failure(Fault::new(409).verb(Verb::Patch).resource("deployments"));
+    env.api
+        .inject_failure(Fault::new(500).verb(Verb::Patch).resource("roles"));
+    env.api.inject_failure(
+        Fault::new(503)
+            .verb(Verb::Patch)
+            .resource("clusterserviceversions"),
+    );
+    env.start_manager();
+    wait_phase(&env, NS, &csv.name_any(), Phase::Succeeded).await;
+    assert_eq!(
+        sa_pull_secrets(&env, NS, "widget-controller"),
+        [copy_name(SECRET)]
+    );
+    assert_eq!(sa_pull_secrets(&env, NS, "default"), [copy_name(SECRET)]);
+    assert_eq!(
+        template_pull_secrets(&env, NS, "widget-dashboard"),
+        [copy_name(SECRET)]
+    );
+    env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_subscription_config_updates_the_deployments_and_drops_what_it_no_longer_sets() {
+    let mut env = Env::new().await;
+    namespaces(&env, &[NS]).await;
+    catalog_with_secrets(&env, &[SECRET]).await;
+    operator_group(&env, NS, "ops-group", &[NS]).await;
+    subscription(&env, NS, PACKAGE, Some(config())).await;
+    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    env.start_manager();
+    wait_phase(&env, NS, &csv.name_any(), Phase::Succeeded).await;
+    let has_log_level = |env: &Env| {
+        env.api
+            .get::<Deployment>(NS, "widget-controller")
+            .and_then(|d| d.spec?.template.spec?.containers[0].env.clone())
+            .unwrap_or_default()
+            .iter()
+            .any(|e| e.name == "LOG_LEVEL")
+    };
+    assert!(has_log_level(&env));
+
+    // The env var goes; the node selector changes.
+    let subscriptions: Api<opcat::api::Subscription> = Api::namespaced(env.client.clone(), NS);
+    let patch =
+        serde_json::json!({"spec": {"config": {"env": null, "nodeSelector": {"disk": "nvme"}}}});
+    subscriptions
+        .patch(
+            PACKAGE,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    env.wait_for::<Deployment>(NS, "widget-controller", TIMEOUT, |d| {
+        let pod = d.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+        pod.and_then(|p| p.node_selector.as_ref())
+            .and_then(|n| n.get("disk"))
+            .map(String::as_str)
+            == Some("nvme")
+    })
+    .await;
+    env.wait_until("LOG_LEVEL removed", TIMEOUT, || !has_log_level(&env))
+        .await;
+    env.stop_manager().await;
+}
