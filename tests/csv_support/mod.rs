@@ -93,8 +93,9 @@ pub async fn patch_catalog(env: &Env, patch: serde_json::Value) {
         .expect("patch CatalogSource");
 }
 
-/// An OperatorGroup with `status.namespaces` resolved to `targets` (what the Subscription
-/// helper's OperatorGroup controller writes).
+/// An OperatorGroup targeting `targets` (`[""]`: all namespaces), declared in its spec as a
+/// user does; the OperatorGroup controller resolves `status.namespaces` once the manager runs
+/// (until then a CSV waits in Pending).
 pub async fn operator_group(env: &Env, namespace: &str, name: &str, targets: &[&str]) {
     let group = OperatorGroup {
         metadata: ObjectMeta {
@@ -102,26 +103,44 @@ pub async fn operator_group(env: &Env, namespace: &str, name: &str, targets: &[&
             namespace: Some(namespace.to_owned()),
             ..ObjectMeta::default()
         },
-        spec: OperatorGroupSpec::default(),
+        spec: OperatorGroupSpec {
+            target_namespaces: target_list(targets),
+            ..OperatorGroupSpec::default()
+        },
         status: None,
     };
     env.create(&group).await;
-    set_operator_group_targets(env, namespace, name, targets).await;
 }
 
-/// Sets an OperatorGroup's `status.namespaces`.
+fn target_list(targets: &[&str]) -> Option<Vec<String>> {
+    (targets != [""]).then(|| targets.iter().map(|t| (*t).to_owned()).collect())
+}
+
+/// Changes an OperatorGroup's `spec.targetNamespaces` and waits for its status to follow.
 pub async fn set_operator_group_targets(env: &Env, namespace: &str, name: &str, targets: &[&str]) {
     let api: Api<OperatorGroup> = Api::namespaced(env.client.clone(), namespace);
-    api.patch_status(
+    api.patch(
         name,
         &PatchParams::default(),
-        &Patch::Merge(&json!({"status": {"namespaces": targets}})),
+        &Patch::Merge(&json!({"spec": {"targetNamespaces": target_list(targets)}})),
     )
     .await
-    .expect("patch OperatorGroup status");
+    .expect("patch OperatorGroup spec");
+    wait_operator_group_targets(env, namespace, name, targets).await;
 }
 
-/// A Subscription to `package` from the test catalog.
+async fn wait_operator_group_targets(env: &Env, namespace: &str, name: &str, targets: &[&str]) {
+    let mut want: Vec<String> = targets.iter().map(|t| (*t).to_owned()).collect();
+    want.sort();
+    env.wait_for::<OperatorGroup>(namespace, name, TIMEOUT, |group| {
+        group.status.as_ref().and_then(|s| s.namespaces.as_ref()) == Some(&want)
+    })
+    .await;
+}
+
+/// A Subscription to `package` from the test catalog, carrying `config` for the CSVs these
+/// tests seed. Its approval is Manual and nothing approves its plans, so the real Subscription
+/// pipeline (which would install the channel head) stays out of the way of the seeded CSV.
 pub async fn subscription(
     env: &Env,
     namespace: &str,
@@ -138,6 +157,7 @@ pub async fn subscription(
             catalog_source: CATALOG.to_owned(),
             catalog_source_namespace: CATALOG_NAMESPACE.to_owned(),
             package: package.to_owned(),
+            install_plan_approval: Some(opcat::api::Approval::Manual),
             ..SubscriptionSpec::default()
         },
         status: None,
