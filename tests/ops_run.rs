@@ -105,10 +105,10 @@ fn invalid_configuration_is_refused_before_anything_starts() {
                 "--cache-dir",
                 cache,
                 "--insecure-registry",
-                "registry.example.com",
+                "http://registry.example.com",
             ],
             vec![],
-            "plain HTTP is only allowed for loopback registries",
+            "must be written as HOST or HOST:PORT",
         ),
         (
             vec!["--cache-dir", cache, "--ca-file", "/nonexistent/ca.pem"],
