@@ -6,10 +6,9 @@ mod support;
 
 use std::time::Duration;
 
-use kube::api::{Api, Patch, PatchParams};
-use opcat::api::ClusterServiceVersion;
-use opcat::controller::keys;
-use serde_json::json;
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::Api;
 use subscription_support::{Fixture, NAMESPACE, condition, plan_csvs};
 
 const CSV: &str = "widget-operator.v1.2.0";
@@ -17,7 +16,7 @@ const CSV: &str = "widget-operator.v1.2.0";
 async fn install(fixture: &Fixture) {
     fixture.subscribe("widgets", |_| {}).await;
     fixture.wait_installed("widgets", CSV).await;
-    fixture.set_csv_phase(CSV, "Succeeded").await;
+    fixture.wait_csv_phase(CSV, "Succeeded").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -56,76 +55,64 @@ async fn a_restart_of_a_converged_cluster_writes_nothing_and_creates_no_second_p
     assert_eq!(plan_csvs(&fixture.plans()), [CSV]);
 }
 
-/// Writes (or removes) the CSV's pull-secret report, as the CSV reconciler would.
-async fn set_report(fixture: &Fixture, conditions: Option<serde_json::Value>) {
-    let csvs: Api<ClusterServiceVersion> = Api::namespaced(fixture.env.client.clone(), NAMESPACE);
-    let value = conditions.map_or(serde_json::Value::Null, |c| c.to_string().into());
-    csvs.patch(
-        CSV,
-        &PatchParams::default(),
-        &Patch::Merge(
-            json!({"metadata": {"annotations": {keys::csv::PULL_SECRETS_REPORT: value}}}),
-        ),
-    )
-    .await
-    .expect("annotate CSV");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pull_secret_report_of_the_csv_is_mirrored_into_the_subscription() {
     let fixture = Fixture::start().await;
+    // A Secret that is not opcat's already holds the name of the pull-secret copy.
+    let copy = opcat::pull_secrets::names::copy_name(
+        subscription_support::CATALOG_NAMESPACE,
+        subscription_support::CATALOG,
+        subscription_support::PULL_SECRET,
+    );
+    let mut foreign = fixture.env.pull_secret(NAMESPACE, &copy);
+    foreign.data = Some(
+        [(
+            ".dockerconfigjson".to_owned(),
+            k8s_openapi::ByteString(b"{\"auths\":{}}".to_vec()),
+        )]
+        .into(),
+    );
+    fixture.env.create(&foreign).await;
     install(&fixture).await;
-    let report = |conditions| set_report(&fixture, conditions);
 
-    report(Some(json!([
-        {"type": "PullSecretConflict", "status": "True", "reason": "SecretNameInUse",
-         "message": "secret operators/opcat-pull-x exists and is not opcat's"},
-        {"type": "PullSecretsNotPropagated", "status": "False", "reason": "Propagated",
-         "message": "pull secrets may be copied"},
-        {"type": "PullCredentialsReady", "status": "False", "reason": "Unauthorized",
-         "message": "image example.com/op:v1: 401"},
-    ])))
-    .await;
+    // The installer reports the conflict on the CSV; the Subscription shows it.
     let subscription = fixture
         .wait_condition("widgets", "PullSecretConflict", "True")
         .await;
     let conflict = condition(&subscription, "PullSecretConflict").unwrap();
     assert_eq!(conflict.reason.as_deref(), Some("SecretNameInUse"));
-    assert_eq!(
-        conflict.message.as_deref(),
-        Some("secret operators/opcat-pull-x exists and is not opcat's")
+    assert!(
+        conflict
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains(&copy),
+        "the condition names the Secret: {conflict:?}"
     );
-    let ready = condition(&subscription, "PullCredentialsReady").unwrap();
+    let stored: Secret = fixture.env.api.get(NAMESPACE, &copy).unwrap();
     assert_eq!(
-        (ready.status.as_str(), ready.reason.as_deref()),
-        ("False", Some("Unauthorized"))
+        stored.data, foreign.data,
+        "the foreign Secret is left untouched"
     );
-    assert!(condition(&subscription, "PullSecretsNotPropagated").is_some());
+    assert!(condition(&subscription, "PullCredentialsReady").is_some());
 
-    // The conflict is resolved and the conditions with it.
-    report(Some(json!([
-        {"type": "PullSecretConflict", "status": "False", "reason": "NoConflict", "message": "none"},
-        {"type": "PullCredentialsReady", "status": "True", "reason": "ImagesResolvable", "message": "ok"},
-    ])))
-    .await;
+    // The owner removes it: opcat creates its copy and the conflict clears on the Subscription.
+    let secrets: Api<Secret> = Api::namespaced(fixture.env.client.clone(), NAMESPACE);
+    secrets
+        .delete(&copy, &Default::default())
+        .await
+        .expect("delete foreign secret");
     let subscription = fixture
         .wait_condition("widgets", "PullSecretConflict", "False")
         .await;
-    assert!(condition(&subscription, "PullSecretsNotPropagated").is_none());
     assert_eq!(
-        condition(&subscription, "PullCredentialsReady")
+        condition(&subscription, "PullSecretConflict")
             .unwrap()
-            .status,
-        "True"
+            .reason
+            .as_deref(),
+        Some("NoConflict")
     );
-
-    // No report, no pull-secret conditions; the others stay.
-    report(None).await;
-    let subscription = fixture
-        .wait_subscription("widgets", "report conditions removed", |sub| {
-            condition(sub, "PullSecretConflict").is_none()
-                && condition(sub, "PullCredentialsReady").is_none()
-        })
-        .await;
+    let copied: Secret = fixture.env.api.get(NAMESPACE, &copy).unwrap();
+    assert_eq!(copied.labels()["opcat.dev/managed"], "true");
     assert!(condition(&subscription, "CatalogSourcesUnhealthy").is_some());
 }

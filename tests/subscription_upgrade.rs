@@ -82,7 +82,7 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         .wait_installed("widgets", "widget-operator.v1.0.0")
         .await;
     fixture
-        .set_csv_phase("widget-operator.v1.0.0", "Succeeded")
+        .wait_csv_phase("widget-operator.v1.0.0", "Succeeded")
         .await;
 
     // A catalog poll brings v1.1.0 and v1.2.0 (stable): v1.2.0's skipRange covers 1.0.0 and it
@@ -134,7 +134,7 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
     );
     // ...then the replaces edge leads to v2.0.0.
     fixture
-        .set_csv_phase("widget-operator.v1.2.0", "Succeeded")
+        .wait_csv_phase("widget-operator.v1.2.0", "Succeeded")
         .await;
     let upgrade = fixture
         .wait_upgrade("widget-operator.v1.2.0", "widget-operator.v2.0.0")
@@ -176,7 +176,7 @@ async fn a_skipped_release_upgrades_through_the_skips_edge() {
         .wait_installed("widgets", "widget-operator.v1.1.1")
         .await;
     fixture
-        .set_csv_phase("widget-operator.v1.1.1", "Succeeded")
+        .wait_csv_phase("widget-operator.v1.1.1", "Succeeded")
         .await;
     fixture
         .wait_upgrade("widget-operator.v1.1.1", "widget-operator.v1.2.0")

@@ -50,6 +50,16 @@ impl Fixture {
         env.namespace(NAMESPACE).await;
         env.create(&env.pull_secret(CATALOG_NAMESPACE, PULL_SECRET))
             .await;
+        // The namespace's OperatorGroup (own namespace), so the installer can install.
+        env.create(&opcat::api::OperatorGroup {
+            metadata: meta_in(NAMESPACE, "operators"),
+            spec: opcat::api::OperatorGroupSpec {
+                target_namespaces: Some(vec![NAMESPACE.to_owned()]),
+                ..Default::default()
+            },
+            status: None,
+        })
+        .await;
         let fixture = Self { env };
         fixture.create_catalog_source(CATALOG).await;
         fixture
@@ -244,15 +254,15 @@ impl Fixture {
     }
 
     /// Sets a CSV's phase, as the CSV reconciler would.
-    pub async fn set_csv_phase(&self, name: &str, phase: &str) {
-        let api: Api<ClusterServiceVersion> = Api::namespaced(self.env.client.clone(), NAMESPACE);
-        api.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"phase": phase}})),
-        )
-        .await
-        .expect("patch CSV status");
+    pub async fn wait_csv_phase(&self, name: &str, phase: &str) -> ClusterServiceVersion {
+        self.env
+            .wait_for::<ClusterServiceVersion>(NAMESPACE, name, TIMEOUT, |csv| {
+                csv.status
+                    .as_ref()
+                    .and_then(|status| status.phase)
+                    .is_some_and(|current| current.as_str() == phase)
+            })
+            .await
     }
 
     /// Approves an InstallPlan.
@@ -380,7 +390,16 @@ pub fn name_of<K: kube::Resource>(object: &K) -> String {
     object.name_any()
 }
 
-/// An ObjectMeta in [`NAMESPACE`].
+/// Metadata with a name and namespace.
+pub fn meta_in(namespace: &str, name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: Some(namespace.to_owned()),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Metadata with a name in [`NAMESPACE`].
 pub fn meta(name: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.into()),
