@@ -297,8 +297,11 @@ impl Fixture {
         test_registry::dockerconfigjson(&self.env.registry.host, REGISTRY_USER, REGISTRY_PASSWORD)
     }
 
-    /// Waits `settle`, then asserts that nothing was written meanwhile.
+    /// Waits until convergence has finished (a full second without writes, at most 30 s: a
+    /// controller that keeps writing never gets there and fails here), then asserts that nothing
+    /// is written for `settle` either.
     pub async fn assert_no_writes_for(&self, settle: Duration, what: &str) {
+        self.env.wait_quiet(what).await;
         self.env.api.reset_counts();
         tokio::time::sleep(settle).await;
         let counts = self.env.api.request_counts();
@@ -307,11 +310,25 @@ impl Fixture {
             .filter(|(key, count)| key.verb.is_write() && *count > 0)
             .map(|(key, count)| format!("{key:?} x{count}"))
             .collect();
-        assert_eq!(
-            counts.writes(),
-            0,
-            "{what}: writes at steady state: {writes:?}"
-        );
+        if counts.writes() != 0 {
+            // Show how the CSVs got there: their phase history.
+            let history: Vec<String> = self
+                .env
+                .api
+                .list::<ClusterServiceVersion>(Some(NAMESPACE))
+                .iter()
+                .map(|csv| {
+                    let phases: Vec<String> = csv
+                        .status
+                        .iter()
+                        .flat_map(|status| status.conditions.iter().flatten())
+                        .map(|c| format!("{:?}/{}", c.phase, c.reason.as_deref().unwrap_or("")))
+                        .collect();
+                    format!("{}: {}", csv.name_any(), phases.join(" -> "))
+                })
+                .collect();
+            panic!("{what}: writes at steady state: {writes:?}; CSV history: {history:#?}");
+        }
     }
 }
 

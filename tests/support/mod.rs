@@ -222,6 +222,24 @@ impl Env {
         }
     }
 
+    /// Waits until no write request reaches the API server for one second (convergence has
+    /// finished); panics after 30 s of continuous writes.
+    pub async fn wait_quiet(&self, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.api.reset_counts();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let counts = self.api.request_counts();
+            if counts.writes() == 0 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: still writing after 30 s:\n{counts}"
+            );
+        }
+    }
+
     /// Waits until `check` holds (polling every 50 ms).
     pub async fn wait_until(&self, what: &str, timeout: Duration, check: impl Fn() -> bool) {
         let deadline = Instant::now() + timeout;
