@@ -85,6 +85,15 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         .wait_csv_phase("widget-operator.v1.0.0", "Succeeded")
         .await;
 
+    // Hold the next install in flight: every Deployment write fails (a 500 the installer retries
+    // with backoff) until the fault is cleared below.
+    fixture.env.api.inject_failure(
+        fake_apiserver::Fault::new(500)
+            .verb(fake_apiserver::Verb::Patch)
+            .resource("deployments")
+            .times(10_000),
+    );
+
     // A catalog poll brings v1.1.0 and v1.2.0 (stable): v1.2.0's skipRange covers 1.0.0 and it
     // is closest to the head, so the upgrade jumps over v1.1.0.
     fixture
@@ -113,8 +122,8 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         Some(upgrade.name_any().as_str())
     );
 
-    // Switching to fast, where v2.0.0 replaces v1.2.0: nothing happens until v1.2.0 succeeded
-    // (upgrades are not chained while one is in flight)...
+    // Switching to fast, where v2.0.0 replaces v1.2.0: nothing happens while v1.2.0 is still
+    // installing (upgrades are not chained while one is in flight)...
     fixture
         .load_catalog(widget_catalog(&fixture.env, |_, _| true), "full")
         .await;
@@ -132,7 +141,19 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         plan_csvs(&fixture.plans()),
         ["widget-operator.v1.0.0", "widget-operator.v1.2.0"]
     );
-    // ...then the replaces edge leads to v2.0.0.
+    assert_ne!(
+        fixture
+            .env
+            .api
+            .get::<opcat::api::ClusterServiceVersion>(NAMESPACE, "widget-operator.v1.2.0")
+            .and_then(|csv| csv.status)
+            .and_then(|status| status.phase)
+            .map(|phase| phase.as_str()),
+        Some("Succeeded"),
+        "v1.2.0 is still in flight"
+    );
+    // ...then, once v1.2.0 succeeded, the replaces edge leads to v2.0.0.
+    fixture.env.api.clear_failures();
     fixture
         .wait_csv_phase("widget-operator.v1.2.0", "Succeeded")
         .await;
