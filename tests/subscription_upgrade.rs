@@ -1,5 +1,7 @@
 //! Manual approval and upgrades when the catalog gains newer versions (replaces, skips and
-//! skipRange edges of the example catalog).
+//! skipRange edges of the example catalog). The upgrade tests publish each new catalog the way a
+//! maintainer ships one: the image is re-pushed under the tag the CatalogSource names, and
+//! `registryPoll` finds it.
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod subscription_support;
@@ -69,10 +71,10 @@ async fn manual_approval_waits_for_approval_then_installs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
-    let fixture = Fixture::start().await;
+    let fixture = Fixture::start_polling().await;
     // The catalog first offers only v1.0.0.
     fixture
-        .load_catalog(
+        .repush_catalog(
             widget_catalog(&fixture.env, |_, bundle| bundle == "widget-operator.v1.0.0"),
             "only-1.0.0",
         )
@@ -94,10 +96,10 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
             .times(10_000),
     );
 
-    // A catalog poll brings v1.1.0 and v1.2.0 (stable): v1.2.0's skipRange covers 1.0.0 and it
+    // The catalog image is re-pushed under the same tag; the next poll brings v1.1.0 and v1.2.0 (stable): v1.2.0's skipRange covers 1.0.0 and it
     // is closest to the head, so the upgrade jumps over v1.1.0.
     fixture
-        .load_catalog(
+        .repush_catalog(
             widget_catalog(&fixture.env, |channel, _| channel == "stable"),
             "stable-1.2.0",
         )
@@ -125,7 +127,7 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
     // Switching to fast, where v2.0.0 replaces v1.2.0: nothing happens while v1.2.0 is still
     // installing (upgrades are not chained while one is in flight)...
     fixture
-        .load_catalog(widget_catalog(&fixture.env, |_, _| true), "full")
+        .repush_catalog(widget_catalog(&fixture.env, |_, _| true), "full")
         .await;
     let api: kube::Api<opcat::api::Subscription> =
         kube::Api::namespaced(fixture.env.client.clone(), NAMESPACE);
@@ -179,10 +181,10 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_skipped_release_upgrades_through_the_skips_edge() {
-    let fixture = Fixture::start().await;
+    let fixture = Fixture::start_polling().await;
     // fast without v2.0.0: head v1.2.0, which skips the bad release v1.1.1.
     fixture
-        .load_catalog(
+        .repush_catalog(
             widget_catalog(&fixture.env, |_, bundle| bundle != "widget-operator.v2.0.0"),
             "fast-without-2.0.0",
         )

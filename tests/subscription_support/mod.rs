@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use opcat::api::catalog_source::{RegistryPoll, UpdateStrategy};
 use opcat::api::{
     CatalogSource, CatalogSourceSpec, ClusterServiceVersion, InstallPlan, Subscription,
     SubscriptionSpec,
@@ -31,6 +32,24 @@ pub const NAMESPACE: &str = "operators";
 /// Generous: the machine is slow and shared.
 pub const TIMEOUT: Duration = Duration::from_secs(90);
 
+/// The tag [`Fixture::start_polling`]'s CatalogSource names and polls.
+pub const LIVE_CATALOG_TAG: &str = "live";
+
+/// A CatalogSource in `olm` for `image`, with the pull secret.
+fn catalog_source(name: &str, image: &str) -> CatalogSource {
+    let mut catalog = CatalogSource::new(
+        name,
+        CatalogSourceSpec {
+            source_type: "grpc".into(),
+            image: Some(image.to_owned()),
+            secrets: Some(vec![PULL_SECRET.into()]),
+            ..CatalogSourceSpec::default()
+        },
+    );
+    catalog.metadata.namespace = Some(CATALOG_NAMESPACE.into());
+    catalog
+}
+
 /// A running manager with the example catalog available.
 pub struct Fixture {
     pub env: Env,
@@ -41,6 +60,16 @@ impl Fixture {
     /// reconciles), namespaces, the pull secret and the CatalogSource with the full example
     /// catalog loaded.
     pub async fn start() -> Self {
+        let fixture = Self::start_bare().await;
+        fixture.create_catalog_source(CATALOG).await;
+        fixture
+            .load_catalog(full_catalog(&fixture.env), "full")
+            .await;
+        fixture
+    }
+
+    /// Registry, API server, manager, namespaces, pull secret and OperatorGroup; no catalog.
+    async fn start_bare() -> Self {
         let mut env = Env::new().await;
         env.start_manager_with(opcat::controller::context::Settings {
             resync: Duration::from_millis(500),
@@ -60,12 +89,7 @@ impl Fixture {
             status: None,
         })
         .await;
-        let fixture = Self { env };
-        fixture.create_catalog_source(CATALOG).await;
-        fixture
-            .load_catalog(full_catalog(&fixture.env), "full")
-            .await;
-        fixture
+        Self { env }
     }
 
     /// Creates a CatalogSource in `olm` for the example catalog image, with the pull secret.
@@ -76,40 +100,18 @@ impl Fixture {
 
     /// Creates a CatalogSource in `olm` for `image`, with the pull secret.
     pub async fn create_catalog_source_for(&self, name: &str, image: &str) {
-        let mut catalog = CatalogSource::new(
-            name,
-            CatalogSourceSpec {
-                source_type: "grpc".into(),
-                image: Some(image.to_owned()),
-                secrets: Some(vec![PULL_SECRET.into()]),
-                ..CatalogSourceSpec::default()
-            },
-        );
-        catalog.metadata.namespace = Some(CATALOG_NAMESPACE.into());
-        self.env.create(&catalog).await;
+        self.env.create(&catalog_source(name, image)).await;
     }
 
     /// Publishes `config` as the catalog image tag `variant` and points the CatalogSource at it,
     /// then waits until the CatalogSource reconciler has loaded it (a new digest triggers the
     /// Subscriptions, as after a catalog poll).
     pub async fn load_catalog(&self, config: DeclarativeConfig, variant: &str) {
-        Catalog::new(config.clone()).expect("test catalog is valid");
-        let dir = self.env.registry.scratch(&format!("catalog-{variant}"));
-        let mut json = Vec::new();
-        opcat::fbc::render::render(&config, &mut json).expect("render catalog");
-        std::fs::write(dir.join("catalog.json"), json).expect("write catalog");
-        let built = opcat::registry::push::build_catalog_image(&dir).expect("build catalog image");
         let image = self
             .env
             .registry
             .image(&format!("opcat-examples/catalog:{variant}"));
-        let reference: ImageRef = image.parse().expect("catalog image reference");
-        let digest = self
-            .env
-            .opcat_registry
-            .push(&reference, &built, &keyring_for(&self.env.registry))
-            .await
-            .expect("push catalog image");
+        let digest = self.push_catalog(config, &image, variant).await;
         let api: Api<CatalogSource> = Api::namespaced(self.env.client.clone(), CATALOG_NAMESPACE);
         api.patch(
             CATALOG,
@@ -118,11 +120,69 @@ impl Fixture {
         )
         .await
         .expect("point the CatalogSource at the new image");
-        let digest = digest.to_string();
+        self.wait_catalog_served(&digest).await;
+    }
+
+    /// Re-pushes the catalog image the CatalogSource already names ([`LIVE_CATALOG_TAG`]) with
+    /// `config`, without touching the CatalogSource, and waits until its `registryPoll` found and
+    /// loaded the new digest: how a catalog maintainer ships a release. Needs a fixture from
+    /// [`Fixture::start_polling`].
+    pub async fn repush_catalog(&self, config: DeclarativeConfig, variant: &str) {
+        let image = self.live_catalog_image();
+        let digest = self.push_catalog(config, &image, variant).await;
+        self.wait_catalog_served(&digest).await;
+    }
+
+    /// Like [`Fixture::start`], but the CatalogSource names one tag ([`LIVE_CATALOG_TAG`],
+    /// first holding the full example catalog) and polls it every second; publish with
+    /// [`Fixture::repush_catalog`]. Every poll writes `latestImageRegistryPoll`, so this fixture
+    /// is not for zero-writes checks.
+    pub async fn start_polling() -> Self {
+        let fixture = Self::start_bare().await;
+        let image = fixture.live_catalog_image();
+        let digest = fixture
+            .push_catalog(full_catalog(&fixture.env), &image, "live-full")
+            .await;
+        let mut catalog = catalog_source(CATALOG, &image);
+        catalog.spec.update_strategy = Some(UpdateStrategy {
+            registry_poll: Some(RegistryPoll {
+                interval: Some("1s".into()),
+            }),
+        });
+        fixture.env.create(&catalog).await;
+        fixture.wait_catalog_served(&digest).await;
+        fixture
+    }
+
+    fn live_catalog_image(&self) -> String {
+        self.env
+            .registry
+            .image(&format!("opcat-examples/catalog:{LIVE_CATALOG_TAG}"))
+    }
+
+    /// Builds `config` as a catalog image and pushes it as `image`; returns its digest.
+    async fn push_catalog(&self, config: DeclarativeConfig, image: &str, variant: &str) -> String {
+        Catalog::new(config.clone()).expect("test catalog is valid");
+        let dir = self.env.registry.scratch(&format!("catalog-{variant}"));
+        let mut json = Vec::new();
+        opcat::fbc::render::render(&config, &mut json).expect("render catalog");
+        std::fs::write(dir.join("catalog.json"), json).expect("write catalog");
+        let built = opcat::registry::push::build_catalog_image(&dir).expect("build catalog image");
+        let reference: ImageRef = image.parse().expect("catalog image reference");
+        self.env
+            .opcat_registry
+            .push(&reference, &built, &keyring_for(&self.env.registry))
+            .await
+            .expect("push catalog image")
+            .to_string()
+    }
+
+    /// Waits until the CatalogSource is READY serving `digest`.
+    async fn wait_catalog_served(&self, digest: &str) {
         self.env
             .wait_for::<CatalogSource>(CATALOG_NAMESPACE, CATALOG, TIMEOUT, |catalog| {
                 catalog.status.as_ref().is_some_and(|status| {
-                    status.resolved_image_digest.as_deref() == Some(digest.as_str())
+                    status.resolved_image_digest.as_deref() == Some(digest)
                         && status
                             .connection_state
                             .as_ref()
