@@ -1,17 +1,21 @@
 //! InstallPlans and bundle images: invalid bundles fail the plan for good (and the Subscription
-//! says why); pull failures that a fixed Secret can cure keep the plan installing.
+//! says why); a bundle layer that tries to write outside its root installs nothing (DESIGN
+//! invariant 9); pull failures that a fixed Secret can cure keep the plan installing.
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod subscription_support;
 mod support;
 
 use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::time::Duration;
 
 use opcat::api::ClusterServiceVersion;
 use opcat::fbc::DeclarativeConfig;
-use opcat::registry::ImageRef;
+use opcat::registry::layer::Layer;
+use opcat::registry::push::BuiltImage;
+use opcat::registry::{Digest, ImageRef};
 use subscription_support::{Fixture, NAMESPACE, condition, plan_phase, write_tree};
 
 const CSV_TEMPLATE: &str = r#"apiVersion: operators.coreos.com/v1alpha1
@@ -86,6 +90,55 @@ async fn push_bundle(fixture: &Fixture, repository: &str, files: BTreeMap<&str, 
         .await
         .expect("push bundle image");
     image
+}
+
+/// `built` with one more entry in its layer, written verbatim (the `tar` builder refuses hostile
+/// paths): an image a registry stores and serves, digests and all, whose content escapes.
+fn with_hostile_entry(built: BuiltImage, path: &str) -> BuiltImage {
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(built.layer.bytes.as_slice())
+        .read_to_end(&mut tar)
+        .unwrap();
+    let mut archive = tar::Archive::new(tar.as_slice());
+    let mut builder = tar::Builder::new(Vec::new());
+    for entry in archive.entries().unwrap() {
+        let entry = entry.unwrap();
+        let header = entry.header().clone();
+        builder.append(&header, entry).unwrap();
+    }
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_size(7);
+    header.set_mode(0o644);
+    header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+    header.set_cksum();
+    builder.append(&header, &b"escaped"[..]).unwrap();
+    let tar = builder.into_inner().unwrap();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(&tar).unwrap();
+    let bytes = gzip.finish().unwrap();
+    let layer = Layer {
+        digest: Digest::sha256_of(&bytes),
+        diff_id: Digest::sha256_of(&tar),
+        bytes,
+    };
+
+    let mut config: serde_json::Value = serde_json::from_slice(&built.config).unwrap();
+    config["rootfs"]["diff_ids"] = serde_json::json!([layer.diff_id.to_string()]);
+    let config = serde_json::to_vec(&config).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&built.manifest).unwrap();
+    manifest["config"]["digest"] = Digest::sha256_of(&config).to_string().into();
+    manifest["config"]["size"] = config.len().into();
+    manifest["layers"][0]["digest"] = layer.digest.to_string().into();
+    manifest["layers"][0]["size"] = layer.bytes.len().into();
+    let manifest = serde_json::to_vec(&manifest).unwrap();
+    BuiltImage {
+        digest: Digest::sha256_of(&manifest),
+        layer,
+        config,
+        manifest,
+        labels: built.labels,
+    }
 }
 
 /// The example catalog plus one single-bundle package per `(package, image)`.
@@ -352,4 +405,110 @@ async fn wrong_credentials_keep_the_plan_installing_until_the_secret_is_fixed() 
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_layer_escaping_its_root_installs_nothing() {
+    let fixture = Fixture::start().await;
+    let dir = fixture.env.registry.scratch("escape-operator-bundle");
+    write_tree(
+        &dir,
+        &BTreeMap::from([
+            (
+                "manifests/escape.clusterserviceversion.yaml",
+                csv("escape-operator.v0.1.0", ""),
+            ),
+            ("metadata/annotations.yaml", annotations("escape-operator")),
+        ]),
+    );
+    let built = opcat::registry::push::build_bundle_image(&dir).expect("build bundle image");
+    let hostile = with_hostile_entry(built, "manifests/../../../escaped-by-bundle");
+    let image = fixture
+        .env
+        .registry
+        .image("opcat-examples/escape-operator-bundle:v0.1.0");
+    fixture
+        .env
+        .opcat_registry
+        .push(
+            &image.parse::<ImageRef>().unwrap(),
+            &hostile,
+            &support::keyring_for(&fixture.env.registry),
+        )
+        .await
+        .expect("the registry stores it: every digest is right");
+    let catalog = catalog_with(
+        &fixture.env.images.catalog_dir,
+        &[("escape-operator", &image)],
+    );
+    fixture.load_catalog(catalog, "with-escaping-bundle").await;
+    fixture
+        .subscribe("escape", |spec| spec.package = "escape-operator".into())
+        .await;
+
+    let plan = fixture
+        .wait_plan_phase("escape-operator.v0.1.0", "Failed")
+        .await;
+    let message = plan.status.as_ref().unwrap().message.clone().unwrap();
+    assert!(
+        message.contains("escaped-by-bundle") && message.contains("\"..\""),
+        "the refusal names the entry and why: {message}"
+    );
+    let subscription = fixture
+        .wait_condition("escape", "BundleUnpackFailed", "True")
+        .await;
+    assert!(condition(&subscription, "BundleUnpackFailed").is_some());
+    assert!(
+        fixture
+            .env
+            .api
+            .get::<ClusterServiceVersion>(NAMESPACE, "escape-operator.v0.1.0")
+            .is_none(),
+        "no CSV"
+    );
+    let deployments = fixture
+        .env
+        .api
+        .list::<k8s_openapi::api::apps::v1::Deployment>(Some(NAMESPACE));
+    assert!(
+        deployments
+            .iter()
+            .all(|d| d.metadata.name.as_deref() != Some("broken-controller")),
+        "no Deployment of the bundle"
+    );
+    // Nothing below the cache, nor beside any of its ancestors, where `..` would have led.
+    let cache = fixture.env.cache_path();
+    let mut escaped: Vec<_> = walk(cache)
+        .into_iter()
+        .filter(|path| path.ends_with("escaped-by-bundle"))
+        .collect();
+    escaped.extend(
+        cache
+            .ancestors()
+            .map(|dir| dir.join("escaped-by-bundle"))
+            .filter(|path| path.exists()),
+    );
+    assert!(
+        escaped.is_empty(),
+        "written outside the unpack root: {escaped:?}"
+    );
+}
+
+/// Every file below `root` (unreadable directories skipped).
+fn walk(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => dirs.push(entry.path()),
+                Ok(_) => found.push(entry.path()),
+                Err(_) => {}
+            }
+        }
+    }
+    found
 }

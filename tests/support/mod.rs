@@ -107,6 +107,11 @@ impl Env {
         }
     }
 
+    /// The directory opcat's registry client caches and unpacks images under.
+    pub fn cache_path(&self) -> &Path {
+        self.cache_dir.path()
+    }
+
     /// Starts the manager in-process.
     pub fn start_manager(&mut self) {
         self.start_manager_with(Self::settings());
