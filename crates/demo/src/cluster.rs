@@ -113,6 +113,25 @@ impl Cluster {
         Ok(list.items.into_iter().map(to_json).collect())
     }
 
+    /// Waits until the OLM object exists and `accept` holds for it (at most `timeout`);
+    /// returns it. A timeout names `what` and the object's last status.
+    pub async fn wait_olm(
+        &self,
+        (kind, namespace, name): (Olm, &str, &str),
+        what: &str,
+        timeout: Duration,
+        accept: impl Fn(&Value) -> bool,
+    ) -> Result<Value, ClusterError> {
+        wait_for(what, timeout, || async {
+            Ok(match self.olm(kind, namespace, name).await? {
+                Some(object) if accept(&object) => Ok(object),
+                Some(object) => Err(format!("status {}", object["status"])),
+                None => Err(format!("{kind:?} {namespace}/{name} does not exist")),
+            })
+        })
+        .await
+    }
+
     /// Deletes an OLM object (`kubectl delete`).
     pub async fn olm_delete(
         &self,

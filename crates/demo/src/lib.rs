@@ -21,3 +21,20 @@ pub mod publish;
 mod story;
 
 pub use story::{DemoError, Options, Summary, run};
+
+/// A random password (hex) for the registry's users, so nothing secret is written in a source
+/// file and a test can look for it in logs.
+pub fn random_password() -> String {
+    let mut bytes = [0u8; 12];
+    if let Ok(mut random) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read as _;
+        let _ = random.read_exact(&mut bytes);
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let mut text: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    text.push_str(&format!("{nanos:08x}"));
+    text
+}

@@ -216,27 +216,14 @@ fn find_on_path(tool: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// A random password (hex), so nothing secret is written in this source.
-fn password() -> String {
-    let mut bytes = [0u8; 12];
-    if let Ok(mut random) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read as _;
-        let _ = random.read_exact(&mut bytes);
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    let mut text: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    text.push_str(&format!("{nanos:08x}"));
-    text
-}
-
 /// The registry, and the second user the pull secret is rotated to.
 async fn start_registry(say: &mut Narrator<'_>) -> Result<(Distribution, User), DemoError> {
     say.step("A private registry");
-    let rotated = User::new("demo-rotated", &password());
-    let users = vec![User::new("demo-reader", &password()), rotated.clone()];
+    let rotated = User::new("demo-rotated", &crate::random_password());
+    let users = vec![
+        User::new("demo-reader", &crate::random_password()),
+        rotated.clone(),
+    ];
     let registry = tokio::task::spawn_blocking(move || Distribution::start(Auth::Basic(users)))
         .await
         .map_err(|error| DemoError::Registry(error.to_string()))?;
@@ -462,16 +449,14 @@ async fn show_install(
 ) -> Result<String, DemoError> {
     say.step("What opcat did");
     let started = Instant::now();
-    let catalog = wait_for("the CatalogSource to be READY", timeout, || async {
-        let found = cluster
-            .olm(Olm::CatalogSource, CATALOG.0, CATALOG.1)
-            .await?;
-        Ok(match found {
-            Some(c) if text(&c, "/status/connectionState/lastObservedState") == "READY" => Ok(c),
-            other => Err(format!("{other:?}")),
-        })
-    })
-    .await?;
+    let catalog = cluster
+        .wait_olm(
+            (Olm::CatalogSource, CATALOG.0, CATALOG.1),
+            "the CatalogSource to be READY",
+            timeout,
+            |c| text(c, "/status/connectionState/lastObservedState") == "READY",
+        )
+        .await?;
     say.detail(&format!(
         "CatalogSource {}/{}: {}   (after {:.1}s)",
         CATALOG.0,
@@ -484,36 +469,26 @@ async fn show_install(
         CATALOG.0
     ));
 
-    let subscription = wait_for(
-        "the Subscription to be AtLatestKnown with PullCredentialsReady",
-        timeout,
-        || async {
-            let found = cluster
-                .olm(Olm::Subscription, NAMESPACE, SUBSCRIPTION)
-                .await?;
-            Ok(match found {
-                Some(s)
-                    if text(&s, "/status/state") == "AtLatestKnown"
-                        && condition(&s, "PullCredentialsReady").is_some() =>
-                {
-                    Ok(s)
-                }
-                other => Err(format!("{other:?}")),
-            })
-        },
-    )
-    .await?;
+    let subscription = cluster
+        .wait_olm(
+            (Olm::Subscription, NAMESPACE, SUBSCRIPTION),
+            "the Subscription to be AtLatestKnown with PullCredentialsReady",
+            timeout,
+            |s| {
+                text(s, "/status/state") == "AtLatestKnown"
+                    && condition(s, "PullCredentialsReady").is_some()
+            },
+        )
+        .await?;
     let csv_name = text(&subscription, "/status/installedCSV").to_owned();
-    let csv = wait_for("the CSV to succeed", timeout, || async {
-        let found = cluster
-            .olm(Olm::ClusterServiceVersion, NAMESPACE, &csv_name)
-            .await?;
-        Ok(match found {
-            Some(c) if text(&c, "/status/phase") == "Succeeded" => Ok(c),
-            other => Err(format!("{other:?}")),
-        })
-    })
-    .await?;
+    let csv = cluster
+        .wait_olm(
+            (Olm::ClusterServiceVersion, NAMESPACE, &csv_name),
+            "the CSV to succeed",
+            timeout,
+            |c| text(c, "/status/phase") == "Succeeded",
+        )
+        .await?;
     say.detail(&format!(
         "Subscription {NAMESPACE}/{SUBSCRIPTION}: state {}, installedCSV {csv_name}   (after {:.1}s)",
         text(&subscription, "/status/state"),
