@@ -125,8 +125,15 @@ async fn wait_quiet_within_rbac(api: &FakeApiServer, what: &str) {
 /// The installed operator as the admin sees it: Subscription at the latest CSV, CSV
 /// Succeeded, the pull-secret copy on every ServiceAccount and Deployment of the namespace.
 /// Returns the copy.
-async fn assert_installed(cluster: &Cluster) -> Secret {
-    let subscription = cluster
+async fn assert_installed(cluster: &Cluster, opcat: &OpcatProcess) -> Secret {
+    let diagnose = |error: opcat_demo::cluster::ClusterError| async move {
+        let plans = cluster.olm_list(Olm::InstallPlan, Some(NAMESPACE)).await;
+        panic!(
+            "{error}\nInstallPlans: {plans:#?}\nopcat's log:\n{}",
+            opcat.log()
+        )
+    };
+    let subscription = match cluster
         .wait_olm(
             (Olm::Subscription, NAMESPACE, SUBSCRIPTION),
             "the Subscription to be AtLatestKnown",
@@ -134,9 +141,12 @@ async fn assert_installed(cluster: &Cluster) -> Secret {
             |s| text(s, "/status/state") == "AtLatestKnown",
         )
         .await
-        .unwrap();
+    {
+        Ok(subscription) => subscription,
+        Err(error) => diagnose(error).await,
+    };
     assert_eq!(text(&subscription, "/status/installedCSV"), CSV);
-    cluster
+    if let Err(error) = cluster
         .wait_olm(
             (Olm::ClusterServiceVersion, NAMESPACE, CSV),
             "the CSV to succeed",
@@ -144,7 +154,9 @@ async fn assert_installed(cluster: &Cluster) -> Secret {
             |c| text(c, "/status/phase") == "Succeeded",
         )
         .await
-        .unwrap();
+    {
+        diagnose(error).await;
+    }
     let copies: Vec<Secret> = cluster
         .list(Some(NAMESPACE), "opcat.dev/managed=true")
         .await
@@ -223,7 +235,7 @@ async fn opcat_run_installs_from_a_private_catalog_survives_a_restart_and_never_
     // The restarted process finishes the install (or finds it done) without a second plan.
     let mut second = OpcatProcess::start(&config).unwrap();
     second.wait_reconciling(TIMEOUT).await.unwrap();
-    let copy = assert_installed(&cluster).await;
+    let copy = assert_installed(&cluster, &second).await;
     wait_quiet_within_rbac(&api, "after the restart").await;
     assert_eq!(
         install_plans(&cluster).await,
