@@ -24,9 +24,10 @@ use crate::controller::backoff::ReconcileFailure;
 use crate::controller::catalogs::CatalogKey;
 use crate::controller::clock;
 use crate::controller::context::Context;
+use crate::metrics::controllers;
 
-/// Name of this controller in logs.
-pub const CONTROLLER: &str = "catalogsource";
+/// Name of this controller in logs and metrics.
+pub const CONTROLLER: &str = controllers::CATALOG_SOURCE;
 
 /// The reconciler's shared state: the context and what it remembers per CatalogSource.
 pub struct Reconciler {
@@ -113,8 +114,21 @@ impl Reconciler {
     }
 }
 
-/// Reconciles one CatalogSource.
+/// Reconciles one CatalogSource, timed and counted in the metrics.
 pub async fn reconcile(
+    catalog_source: Arc<CatalogSource>,
+    reconciler: Arc<Reconciler>,
+) -> Result<Action, Error> {
+    let metrics = reconciler.context.metrics.clone();
+    metrics
+        .instrument(
+            CONTROLLER,
+            reconcile_catalog_source(catalog_source, reconciler),
+        )
+        .await
+}
+
+async fn reconcile_catalog_source(
     catalog_source: Arc<CatalogSource>,
     reconciler: Arc<Reconciler>,
 ) -> Result<Action, Error> {

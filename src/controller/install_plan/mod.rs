@@ -40,8 +40,8 @@ use crate::api::{CatalogSource, InstallPlan};
 pub use error::InstallPlanError;
 pub use fetch::FetchError;
 
-/// Name of this controller in logs.
-const CONTROLLER: &str = "installplan";
+/// Name of this controller in logs and metrics.
+const CONTROLLER: &str = crate::metrics::controllers::INSTALL_PLAN;
 
 /// The reconciler's context: the shared one and the status writes the store may not show yet.
 pub struct InstallPlanContext {

@@ -39,8 +39,18 @@ pub const EVENT_BUNDLE_PULL_FAILED: &str = "BundlePullFailed";
 /// Event: the plan failed for good.
 pub const EVENT_INSTALL_PLAN_FAILED: &str = "InstallPlanFailed";
 
-/// Reconciles one InstallPlan.
+/// Reconciles one InstallPlan, timed and counted in the metrics.
 pub async fn reconcile(
+    plan: Arc<InstallPlan>,
+    ctx: Arc<InstallPlanContext>,
+) -> Result<Action, InstallPlanError> {
+    let metrics = ctx.context.metrics.clone();
+    metrics
+        .instrument(super::CONTROLLER, reconcile_plan(plan, ctx))
+        .await
+}
+
+async fn reconcile_plan(
     plan: Arc<InstallPlan>,
     ctx: Arc<InstallPlanContext>,
 ) -> Result<Action, InstallPlanError> {

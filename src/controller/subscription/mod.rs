@@ -55,8 +55,8 @@ pub use error::SubscriptionError;
 pub use plan_builder::{SUBSCRIPTION_LABEL, is_plan_of};
 pub use report::MIRRORED_TYPES;
 
-/// Name of this controller in logs.
-const CONTROLLER: &str = "subscription";
+/// Name of this controller in logs and metrics.
+const CONTROLLER: &str = crate::metrics::controllers::SUBSCRIPTION;
 
 /// The reconciler's context: the shared one, plus the plans it created and the status writes it
 /// made that the stores may not show yet.

@@ -29,8 +29,18 @@ pub const EVENT_INSTALL_PLAN_CREATED: &str = "InstallPlanCreated";
 /// Event reason: resolution failed (or failed differently).
 pub const EVENT_RESOLUTION_FAILED: &str = "ResolutionFailed";
 
-/// Reconciles one Subscription.
+/// Reconciles one Subscription, timed and counted in the metrics.
 pub async fn reconcile(
+    subscription: Arc<Subscription>,
+    ctx: Arc<SubscriptionContext>,
+) -> Result<Action, SubscriptionError> {
+    let metrics = ctx.context.metrics.clone();
+    metrics
+        .instrument(super::CONTROLLER, reconcile_subscription(subscription, ctx))
+        .await
+}
+
+async fn reconcile_subscription(
     subscription: Arc<Subscription>,
     ctx: Arc<SubscriptionContext>,
 ) -> Result<Action, SubscriptionError> {

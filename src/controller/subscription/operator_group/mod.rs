@@ -32,8 +32,8 @@ use crate::api::OperatorGroup;
 
 pub use targets::{InvalidSelector, desired_status, target_namespaces};
 
-/// Name of this controller in logs.
-const CONTROLLER: &str = "operatorgroup";
+/// Name of this controller in logs and metrics.
+const CONTROLLER: &str = crate::metrics::controllers::OPERATOR_GROUP;
 
 /// Why an OperatorGroup reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -140,8 +140,19 @@ fn object_key(group: &OperatorGroup) -> String {
     )
 }
 
-// Reads the OperatorGroup and Namespace stores; writes only the OperatorGroup's status.
+/// Reconciles one OperatorGroup, timed and counted in the metrics.
 async fn reconcile(
+    group: Arc<OperatorGroup>,
+    ctx: Arc<GroupContext>,
+) -> Result<Action, OperatorGroupError> {
+    let metrics = ctx.context.metrics.clone();
+    metrics
+        .instrument(CONTROLLER, reconcile_group(group, ctx))
+        .await
+}
+
+// Reads the OperatorGroup and Namespace stores; writes only the OperatorGroup's status.
+async fn reconcile_group(
     group: Arc<OperatorGroup>,
     ctx: Arc<GroupContext>,
 ) -> Result<Action, OperatorGroupError> {
