@@ -201,7 +201,7 @@ async fn reconcile_catalog_source(
     if tracked.is_none() {
         tracked = reconciler.restore(&target).await;
     }
-    let every = interval.every();
+    let every = interval.every_or(settings.default_poll_interval);
     if let Decision::Contact(why) =
         poll::decide(tracked.as_ref(), raw, &sources.fingerprint, every, now)
     {
