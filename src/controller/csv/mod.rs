@@ -29,14 +29,15 @@ mod preflight;
 mod propagation;
 mod report;
 mod requirements;
+mod rotations;
 mod service_accounts;
 mod status;
 mod triggers;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::events::EventType;
@@ -52,8 +53,8 @@ use super::stores::Reflectors;
 use crate::api::ClusterServiceVersion;
 use crate::pull_secrets::RestorePolicy;
 
-/// Name of this controller in logs.
-const CONTROLLER: &str = "clusterserviceversion";
+/// Name of this controller in logs and metrics.
+const CONTROLLER: &str = crate::metrics::controllers::CSV;
 
 /// The reconciler's state: the shared context plus what only this reconciler caches.
 pub struct Csvs {
@@ -150,12 +151,26 @@ pub fn controller(
         .reconcile_on(source_changes)
         .graceful_shutdown_on(shutdown)
         .with_config(Config::default().concurrency(context.settings.concurrency));
+    // Rotation timing for the metrics, beside the controller (it stops with it).
+    let rotations = rotations::track(
+        context.clone(),
+        context.source_secrets.subscribe(),
+        reflectors.copies.subscribe(),
+        reflectors.copies.subscribe_deleted(),
+    );
     let state = Arc::new(Csvs::new(context));
-    Box::pin(
-        controller
-            .run(reconcile, error_policy, state)
-            .for_each(|_| std::future::ready(())),
-    )
+    let run = controller
+        .run(reconcile, error_policy, state)
+        .for_each(|_| std::future::ready(()));
+    async move {
+        let mut run = std::pin::pin!(run);
+        tokio::select! {
+            () = &mut run => {}
+            // Its streams only end when the watches do; the controller still finishes.
+            () = rotations => run.await,
+        }
+    }
+    .boxed()
 }
 
 fn key(csv: &ClusterServiceVersion) -> String {
@@ -166,7 +181,18 @@ fn key(csv: &ClusterServiceVersion) -> String {
     )
 }
 
+/// Reconciles one CSV, timed and counted in the metrics.
 async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<Action, CsvError> {
+    let metrics = state.context.metrics.clone();
+    metrics
+        .instrument(CONTROLLER, reconcile_csv(csv, state))
+        .await
+}
+
+async fn reconcile_csv(
+    csv: Arc<ClusterServiceVersion>,
+    state: Arc<Csvs>,
+) -> Result<Action, CsvError> {
     if !observe::is_managed(&csv) {
         return Ok(Action::await_change());
     }
