@@ -92,3 +92,35 @@ async fn requests_are_counted_by_verb_and_resource() {
     api.get("c").await.unwrap();
     assert_eq!(server.request_counts().writes(), 0);
 }
+
+/// Requests of a tagged client are counted apart from the test's own, and survive a reset.
+#[tokio::test]
+async fn tagged_clients_are_counted_apart_and_never_reset() {
+    let (server, client) = server();
+    let controller: Api<ConfigMap> = Api::default_namespaced(server.client_as("controller"));
+    let test: Api<ConfigMap> = Api::default_namespaced(client);
+    test.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    controller.get("a").await.unwrap();
+    controller
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "x"}})),
+        )
+        .await
+        .unwrap();
+    server.reset_counts();
+
+    let counts = server.request_counts_of("controller");
+    assert_eq!(counts.get(Verb::Get, "configmaps"), 1);
+    assert_eq!(counts.get(Verb::Patch, "configmaps"), 1);
+    assert_eq!(
+        counts.get(Verb::Create, "configmaps"),
+        0,
+        "the test's create"
+    );
+    assert_eq!(server.request_counts().total(), 0);
+    assert_eq!(server.request_counts_of("nobody").total(), 0);
+}
