@@ -39,7 +39,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kube::ResourceExt;
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 
 pub use error::CsvError;
@@ -50,6 +50,7 @@ use super::backoff::ReconcileFailure;
 use super::context::Context;
 use super::manager::Shutdown;
 use super::stores::Reflectors;
+use super::wiring::{self, backoff_key_of};
 use crate::api::ClusterServiceVersion;
 use crate::pull_secrets::RestorePolicy;
 
@@ -148,9 +149,7 @@ pub fn controller(
                 )
             },
         )
-        .reconcile_on(source_changes)
-        .graceful_shutdown_on(shutdown)
-        .with_config(Config::default().concurrency(context.settings.concurrency));
+        .reconcile_on(source_changes);
     // Rotation timing for the metrics, beside the controller (it stops with it).
     let rotations = rotations::track(
         context.clone(),
@@ -158,9 +157,8 @@ pub fn controller(
         reflectors.copies.subscribe(),
         reflectors.copies.subscribe_deleted(),
     );
-    let state = Arc::new(Csvs::new(context));
-    let run = controller
-        .run(reconcile, error_policy, state)
+    let state = Arc::new(Csvs::new(context.clone()));
+    let run = wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
         .for_each(|_| std::future::ready(()));
     async move {
         let mut run = std::pin::pin!(run);
@@ -173,26 +171,8 @@ pub fn controller(
     .boxed()
 }
 
-fn key(csv: &ClusterServiceVersion) -> String {
-    format!(
-        "{CONTROLLER}/{}/{}",
-        csv.namespace().unwrap_or_default(),
-        csv.name_any()
-    )
-}
-
-/// Reconciles one CSV, timed and counted in the metrics.
+/// Reconciles one CSV.
 async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<Action, CsvError> {
-    let metrics = state.context.metrics.clone();
-    metrics
-        .instrument(CONTROLLER, reconcile_csv(csv, state))
-        .await
-}
-
-async fn reconcile_csv(
-    csv: Arc<ClusterServiceVersion>,
-    state: Arc<Csvs>,
-) -> Result<Action, CsvError> {
     if !observe::is_managed(&csv) {
         return Ok(Action::await_change());
     }
@@ -224,11 +204,10 @@ async fn reconcile_csv(
         result
     };
     if result.is_ok() {
-        state.context.backoffs.succeeded(&key(&csv));
+        state
+            .context
+            .backoffs
+            .succeeded(&backoff_key_of(CONTROLLER, csv.as_ref()));
     }
     result
-}
-
-fn error_policy(csv: Arc<ClusterServiceVersion>, error: &CsvError, state: Arc<Csvs>) -> Action {
-    state.context.backoffs.policy(CONTROLLER, &key(&csv), error)
 }

@@ -25,6 +25,7 @@ use crate::controller::clock::status_time;
 use crate::controller::context::Context;
 use crate::controller::keys;
 use crate::controller::own_writes::OwnWrites;
+use crate::controller::wiring::backoff_key_of;
 
 /// Bundle lookup reason: the pull is in progress.
 pub const REASON_UNPACKING: &str = "UnpackingInProgress";
@@ -39,18 +40,8 @@ pub const EVENT_BUNDLE_PULL_FAILED: &str = "BundlePullFailed";
 /// Event: the plan failed for good.
 pub const EVENT_INSTALL_PLAN_FAILED: &str = "InstallPlanFailed";
 
-/// Reconciles one InstallPlan, timed and counted in the metrics.
+/// Reconciles one InstallPlan.
 pub async fn reconcile(
-    plan: Arc<InstallPlan>,
-    ctx: Arc<InstallPlanContext>,
-) -> Result<Action, InstallPlanError> {
-    let metrics = ctx.context.metrics.clone();
-    metrics
-        .instrument(super::CONTROLLER, reconcile_plan(plan, ctx))
-        .await
-}
-
-async fn reconcile_plan(
     plan: Arc<InstallPlan>,
     ctx: Arc<InstallPlanContext>,
 ) -> Result<Action, InstallPlanError> {
@@ -216,7 +207,9 @@ async fn reconcile_plan(
         image = %fetched.pinned,
         "InstallPlan complete"
     );
-    context.backoffs.succeeded(&super::object_key(&plan));
+    context
+        .backoffs
+        .succeeded(&backoff_key_of(super::CONTROLLER, plan.as_ref()));
     Ok(Action::await_change())
 }
 

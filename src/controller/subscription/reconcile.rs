@@ -22,6 +22,7 @@ use crate::api::{InstallPlan, Subscription};
 use crate::controller::apply;
 use crate::controller::clock::status_time;
 use crate::controller::context::Context;
+use crate::controller::wiring::backoff_key_of;
 use crate::resolve::BundleRef;
 
 /// Event reason: an InstallPlan was created.
@@ -29,18 +30,8 @@ pub const EVENT_INSTALL_PLAN_CREATED: &str = "InstallPlanCreated";
 /// Event reason: resolution failed (or failed differently).
 pub const EVENT_RESOLUTION_FAILED: &str = "ResolutionFailed";
 
-/// Reconciles one Subscription, timed and counted in the metrics.
+/// Reconciles one Subscription.
 pub async fn reconcile(
-    subscription: Arc<Subscription>,
-    ctx: Arc<SubscriptionContext>,
-) -> Result<Action, SubscriptionError> {
-    let metrics = ctx.context.metrics.clone();
-    metrics
-        .instrument(super::CONTROLLER, reconcile_subscription(subscription, ctx))
-        .await
-}
-
-async fn reconcile_subscription(
     subscription: Arc<Subscription>,
     ctx: Arc<SubscriptionContext>,
 ) -> Result<Action, SubscriptionError> {
@@ -91,7 +82,7 @@ async fn reconcile_subscription(
     write_status(&ctx, &subscription, &observed, &decision, &plans).await?;
     context
         .backoffs
-        .succeeded(&super::object_key(&subscription));
+        .succeeded(&backoff_key_of(super::CONTROLLER, subscription.as_ref()));
     Ok(match decision.step {
         Step::AtLatest | Step::ResolutionFailed { .. } => Action::requeue(context.settings.resync),
         _ => Action::requeue(context.settings.wait_requeue),
