@@ -203,18 +203,8 @@ async fn metrics_parse_as_openmetrics_and_carry_every_series() {
         assert!(!family.help.is_empty(), "{name} has help");
         family
     };
-    let value = |family: &Family, sample: &str, labels: &[(&str, &str)]| -> f64 {
-        let labels: BTreeMap<String, String> = labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        family
-            .samples
-            .iter()
-            .find(|s| s.name == sample && s.labels == labels)
-            .unwrap_or_else(|| panic!("no {sample}{labels:?} in {family:?}"))
-            .value
-    };
+    let value =
+        |family: &Family, sample: &str, labels: &[(&str, &str)]| family.value(sample, labels);
 
     let reconciles = expect("opcat_reconcile", "counter");
     let by_controller: BTreeSet<&str> = reconciles

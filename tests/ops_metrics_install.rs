@@ -37,19 +37,10 @@ fn value(families: &BTreeMap<String, Family>, sample: &str, labels: &[(&str, &st
         .or_else(|| sample.strip_suffix("_count"))
         .or_else(|| sample.strip_suffix("_sum"))
         .unwrap_or(sample);
-    let family = families
+    families
         .get(family_name)
-        .unwrap_or_else(|| panic!("no family {family_name} in {:?}", families.keys()));
-    let labels: BTreeMap<String, String> = labels
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    family
-        .samples
-        .iter()
-        .find(|s| s.name == sample && s.labels == labels)
-        .unwrap_or_else(|| panic!("no {sample}{labels:?} in {family:?}"))
-        .value
+        .unwrap_or_else(|| panic!("no family {family_name} in {:?}", families.keys()))
+        .value(sample, labels)
 }
 
 /// Managed pull-secret copies in the API server (label `opcat.dev/managed=true`).

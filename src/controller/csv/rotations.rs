@@ -323,6 +323,21 @@ mod tests {
         (rotations, copies)
     }
 
+    /// `copy` is the last outdated copy: the rotation completes.
+    fn assert_completes(rotations: &mut Rotations, copy: &Secret) {
+        assert_eq!(rotations.copy(copy, false), Some(Change::Completed(key())));
+    }
+
+    /// [`seen`] with one copy in `team-a`, then the source changed to `v2`.
+    fn rotating_to_v2() -> (Rotations, Vec<Secret>) {
+        let (mut rotations, copies) = seen(&["team-a"]);
+        assert_eq!(
+            rotations.source(&key(), &source("v2"), &copies),
+            [Change::Observed(key())]
+        );
+        (rotations, copies)
+    }
+
     #[test]
     fn a_rotation_completes_when_the_last_copy_carries_the_new_data() {
         let (mut rotations, copies) = seen(&["team-a", "team-b"]);
@@ -333,10 +348,7 @@ mod tests {
         assert_eq!(rotations.copy(&copy("team-a", "v2"), false), None);
         // An event of a copy that is still old (an owner update) changes nothing.
         assert_eq!(rotations.copy(&copy("team-b", "v1"), false), None);
-        assert_eq!(
-            rotations.copy(&copy("team-b", "v2"), false),
-            Some(Change::Completed(key()))
-        );
+        assert_completes(&mut rotations, &copy("team-b", "v2"));
         assert!(rotations.pending.is_empty());
         // Later events of copies do nothing.
         assert_eq!(rotations.copy(&copy("team-b", "v2"), false), None);
@@ -349,10 +361,7 @@ mod tests {
         rotations.source(&key(), &source("v1"), &copies);
         rotations.source(&key(), &source("v2"), &copies);
         assert_eq!(rotations.copy(&copy("team-a", "v2"), false), None);
-        assert_eq!(
-            rotations.copy(&copy_from("mirror", "team-a", "v2"), false),
-            Some(Change::Completed(key()))
-        );
+        assert_completes(&mut rotations, &copy_from("mirror", "team-a", "v2"));
     }
 
     #[test]
@@ -397,32 +406,24 @@ mod tests {
         store.push(unrelated.clone());
         rotations.source(&key(), &source("v2"), &store);
         assert_eq!(rotations.copy(&unrelated, false), None);
-        assert_eq!(
-            rotations.copy(&copy("team-a", "v2"), false),
-            Some(Change::Completed(key()))
-        );
+        assert_completes(&mut rotations, &copy("team-a", "v2"));
     }
 
     #[test]
     fn a_second_change_before_the_copies_caught_up_waits_for_the_latest_data() {
-        let (mut rotations, copies) = seen(&["team-a"]);
-        rotations.source(&key(), &source("v2"), &copies);
+        let (mut rotations, _) = rotating_to_v2();
         assert_eq!(
             rotations.source(&key(), &source("v3"), &[copy("team-a", "v2")]),
             [Change::Observed(key())],
             "the metrics keep the first observation"
         );
         assert_eq!(rotations.copy(&copy("team-a", "v2"), false), None);
-        assert_eq!(
-            rotations.copy(&copy("team-a", "v3"), false),
-            Some(Change::Completed(key()))
-        );
+        assert_completes(&mut rotations, &copy("team-a", "v3"));
     }
 
     #[test]
     fn deleted_sources_unusable_sources_and_deleted_copies_abandon_the_rotation() {
-        let (mut rotations, copies) = seen(&["team-a"]);
-        rotations.source(&key(), &source("v2"), &copies);
+        let (mut rotations, copies) = rotating_to_v2();
         assert_eq!(
             rotations.source(&key(), &SourceState::Missing, &copies),
             [Change::Abandoned(key())]

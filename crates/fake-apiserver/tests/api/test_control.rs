@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use fake_apiserver::{Fault, Verb};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::common::{config_map, server, status};
@@ -104,18 +104,14 @@ async fn tagged_clients_are_counted_apart_and_never_reset() {
         .unwrap();
     controller.get("a").await.unwrap();
     controller
-        .patch(
-            "a",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"k": "x"}})),
-        )
+        .delete("a", &DeleteParams::default())
         .await
         .unwrap();
     server.reset_counts();
 
     let counts = server.request_counts_of("controller");
     assert_eq!(counts.get(Verb::Get, "configmaps"), 1);
-    assert_eq!(counts.get(Verb::Patch, "configmaps"), 1);
+    assert_eq!(counts.get(Verb::Delete, "configmaps"), 1);
     assert_eq!(
         counts.get(Verb::Create, "configmaps"),
         0,
