@@ -1,12 +1,13 @@
 //! CatalogSource reconciler, loading and serving catalogs: a private catalog with its pull
-//! secret, steady state, restart from the disk cache, polls that find a re-pushed image, an
-//! invalid poll interval, deletion. Real `docker-registry` with basic auth, in-memory API server,
-//! the manager in-process.
+//! secret, steady state, restart from the disk cache, polls that find a re-pushed image (at the
+//! spec's interval or `--poll-default`), an invalid poll interval, deletion, and what the metrics
+//! count. Real `docker-registry` with basic auth, in-memory API server, the manager in-process.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
 mod catalog_source_common;
+mod ops_support;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,6 +17,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use opcat::api::CatalogSource;
 use opcat::controller::context::Settings;
 use opcat::registry::ImageRef;
+use opcat::registry::push::{BuiltImage, build_catalog_image};
+use ops_support::assert_allowed_by_rbac;
 use support::Env;
 
 /// A running manager serving the example catalog as CatalogSource `name` (pull secret
@@ -219,6 +222,15 @@ async fn a_restarted_manager_serves_the_catalog_from_the_disk_cache() {
     assert_eq!(env.api.request_counts().writes(), 0, "status is unchanged");
     let after = env.api.get::<CatalogSource>(NS, "cached").unwrap();
     assert_eq!(after.status, before.status);
+    assert_eq!(
+        env.metric(r#"opcat_catalog_pulls_total{result="cached"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        env.metric(r#"opcat_catalog_pulls_total{result="pulled"}"#),
+        Some(0.0)
+    );
+    assert_eq!(env.metric("opcat_catalog_pull_bytes_total"), Some(0.0));
     env.stop_manager().await;
 }
 
@@ -237,6 +249,44 @@ async fn a_catalog_re_pushed_under_the_same_tag_is_loaded_at_the_next_poll() {
     let loaded = env.context().catalogs.get(NS, "polled").unwrap();
     assert!(loaded.catalog.package("extra-operator").is_some());
     wait_event(&env, "polled", "CatalogUpdated").await;
+    env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_registry_poll_the_catalog_is_polled_at_the_poll_default() {
+    let settings = Settings {
+        default_poll_interval: Some(Duration::from_secs(1)),
+        ..Env::settings()
+    };
+    let (mut env, first) = serving("defaulted", None, settings).await;
+    assert_eq!(package_count(&first), Some(2));
+
+    let dir = catalog_dir(&env, "catalog-v2", &[extra_package(&env)]);
+    let pushed = push_catalog(&env, &dir).await;
+    let updated = wait_until(&env, "defaulted", |c| digest_of(c) == Some(pushed.as_str())).await;
+    assert_eq!(package_count(&updated), Some(3));
+    wait_event(&env, "defaulted", "CatalogUpdated").await;
+
+    // Two images loaded, each downloaded exactly once: polls that find the digest already
+    // served download and count nothing.
+    let size = |built: &BuiltImage| {
+        (built.manifest.len() + built.config.len() + built.layer.bytes.len()) as f64
+    };
+    let first_image = build_catalog_image(&env.images.catalog_dir).unwrap();
+    let second_image = build_catalog_image(&dir).unwrap();
+    assert_eq!(
+        env.metric(r#"opcat_catalog_pulls_total{result="pulled"}"#),
+        Some(2.0)
+    );
+    assert_eq!(
+        env.metric("opcat_catalog_pull_bytes_total"),
+        Some(size(&first_image) + size(&second_image))
+    );
+    assert!(
+        env.metric(r#"opcat_reconcile_total{controller="catalogsource"}"#) >= Some(3.0),
+        "every poll is a reconcile"
+    );
+    assert_allowed_by_rbac(&env.manager_requests());
     env.stop_manager().await;
 }
 

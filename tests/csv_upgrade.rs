@@ -5,6 +5,7 @@
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
+mod ops_support;
 mod support;
 
 use std::collections::BTreeSet;
@@ -253,5 +254,7 @@ async fn rbac_in_another_target_namespace_is_created_and_removed_with_the_operat
         "removed by the finalizer: no GC would"
     );
     assert!(roles_in(NS).is_empty());
+    // Roles in another namespace, created and deleted: the ClusterRole allows all of it.
+    ops_support::assert_allowed_by_rbac(&env.manager_requests());
     env.stop_manager().await;
 }

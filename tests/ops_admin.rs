@@ -203,18 +203,8 @@ async fn metrics_parse_as_openmetrics_and_carry_every_series() {
         assert!(!family.help.is_empty(), "{name} has help");
         family
     };
-    let value = |family: &Family, sample: &str, labels: &[(&str, &str)]| -> f64 {
-        let labels: BTreeMap<String, String> = labels
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        family
-            .samples
-            .iter()
-            .find(|s| s.name == sample && s.labels == labels)
-            .unwrap_or_else(|| panic!("no {sample}{labels:?} in {family:?}"))
-            .value
-    };
+    let value =
+        |family: &Family, sample: &str, labels: &[(&str, &str)]| family.value(sample, labels);
 
     let reconciles = expect("opcat_reconcile", "counter");
     let by_controller: BTreeSet<&str> = reconciles
@@ -348,4 +338,36 @@ async fn metrics_parse_as_openmetrics_and_carry_every_series() {
         ),
         0.0
     );
+}
+
+/// `docs/operating.md`'s metric table names every series `/metrics` serves, and only those.
+#[tokio::test]
+async fn the_operating_guide_lists_exactly_the_metrics_served() {
+    let metrics = Metrics::new();
+    // Families with labels only known at the first observation appear once used.
+    let _ = metrics
+        .instrument(controllers::CSV, async { Err::<Action, _>(Conflict) })
+        .await;
+    let text = metrics.encode();
+    let served: BTreeSet<String> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .map(|line| match line.split_once(' ') {
+            Some((name, "counter")) => format!("{name}_total"),
+            Some((name, "info")) => format!("{name}_info"),
+            Some((name, _)) => name.to_owned(),
+            None => panic!("malformed TYPE line {line:?}"),
+        })
+        .collect();
+    let guide = std::fs::read_to_string(ops_support::repo_root().join("docs/operating.md"))
+        .expect("docs/operating.md");
+    let documented: BTreeSet<String> = guide
+        .lines()
+        .filter(|line| line.starts_with("| `opcat_"))
+        .filter_map(|line| line.split('|').nth(1))
+        .flat_map(|cell| cell.split('`'))
+        .filter(|word| word.starts_with("opcat_"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(documented, served);
 }

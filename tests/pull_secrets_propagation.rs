@@ -4,6 +4,7 @@
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
+mod ops_support;
 mod support;
 
 use std::collections::BTreeMap;
@@ -242,6 +243,8 @@ async fn foreign_entries_stay_in_place_through_install_rotation_upgrade_and_unin
         );
     }
     assert!(env.api.get::<Secret>(ns, &copy).is_none());
+    // Install, rotation, upgrade and uninstall: every request is one the ClusterRole allows.
+    ops_support::assert_allowed_by_rbac(&env.manager_requests());
     env.stop_manager().await;
 }
 

@@ -2,6 +2,7 @@
 //! namespaces, and the several-groups condition.
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod ops_support;
 mod subscription_support;
 mod support;
 
@@ -157,4 +158,5 @@ async fn operator_group_status_lists_the_target_namespaces() {
         explicit_again.status, explicit.status,
         "lastUpdated unchanged"
     );
+    ops_support::assert_allowed_by_rbac(&env.manager_requests());
 }

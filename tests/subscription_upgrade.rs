@@ -4,6 +4,7 @@
 //! `registryPoll` finds it.
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+mod ops_support;
 mod subscription_support;
 mod support;
 
@@ -12,7 +13,9 @@ use std::time::Duration;
 use kube::ResourceExt;
 use opcat::api::Approval;
 use opcat::controller::keys;
-use subscription_support::{Fixture, NAMESPACE, condition, plan_csvs, plan_phase, widget_catalog};
+use subscription_support::{
+    Fixture, NAMESPACE, TIMEOUT, condition, plan_csvs, plan_phase, widget_catalog,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manual_approval_waits_for_approval_then_installs() {
@@ -177,6 +180,36 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
             .iter()
             .all(|plan| plan_phase(plan) == "Complete")
     );
+
+    // Uninstall as with OLM: the Subscription, then the CSV.
+    fixture
+        .wait_csv_phase("widget-operator.v2.0.0", "Succeeded")
+        .await;
+    let client = fixture.env.client.clone();
+    kube::Api::<opcat::api::Subscription>::namespaced(client.clone(), NAMESPACE)
+        .delete("widgets", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    kube::Api::<opcat::api::ClusterServiceVersion>::namespaced(client, NAMESPACE)
+        .delete(
+            "widget-operator.v2.0.0",
+            &kube::api::DeleteParams::default(),
+        )
+        .await
+        .unwrap();
+    fixture
+        .env
+        .wait_until("v2.0.0 uninstalled", TIMEOUT, || {
+            fixture
+                .env
+                .api
+                .get::<opcat::api::ClusterServiceVersion>(NAMESPACE, "widget-operator.v2.0.0")
+                .is_none()
+        })
+        .await;
+    // Every reconciler took part in this install, two upgrades and the uninstall: the
+    // ClusterRole allows every request they made.
+    ops_support::assert_allowed_by_rbac(&fixture.env.manager_requests());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

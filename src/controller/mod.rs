@@ -19,3 +19,4 @@ pub mod resources;
 pub mod source_secrets;
 pub mod stores;
 pub mod subscription;
+pub mod wiring;

@@ -155,6 +155,8 @@ impl SourceSecrets {
             if let Ok(mut states) = self.inner.states.write() {
                 states.remove(&key);
             }
+            // Its state is unknown again; subscribers that keep per-source state forget it.
+            self.notify(&key);
             tracing::debug!(namespace = %key.0, secret = %key.1, "stopped watching source secret");
         }
         for key in wanted {

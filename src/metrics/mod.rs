@@ -40,8 +40,16 @@ pub mod controllers {
     pub const INSTALL_PLAN: &str = "installplan";
     /// The ClusterServiceVersion reconciler (the installer).
     pub const CSV: &str = "clusterserviceversion";
+    /// The OperatorGroup controller (target namespaces in `status.namespaces`).
+    pub const OPERATOR_GROUP: &str = "operatorgroup";
     /// Every controller, so their series exist (at zero) from the start.
-    pub const ALL: [&str; 4] = [CATALOG_SOURCE, SUBSCRIPTION, INSTALL_PLAN, CSV];
+    pub const ALL: [&str; 5] = [
+        CATALOG_SOURCE,
+        SUBSCRIPTION,
+        INSTALL_PLAN,
+        CSV,
+        OPERATOR_GROUP,
+    ];
 }
 
 pub use self::rotations::MAX_PENDING_ROTATIONS;
@@ -308,8 +316,8 @@ impl Metrics {
         result
     }
 
-    /// Records a catalog image load. `bytes` is what was downloaded (0 for a cache hit or a
-    /// failure).
+    /// Records a catalog image load. `bytes` is what was downloaded from the registry for it
+    /// (0 for a cache hit; a failed pull counts what it downloaded before failing).
     pub fn catalog_pulled(&self, bytes: u64, result: PullResult) {
         self.catalog_pulls
             .get_or_create(&PullLabels {

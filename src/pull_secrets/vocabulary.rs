@@ -1,6 +1,7 @@
-//! The words opcat uses to report propagation: condition types and reasons, event reasons,
-//! metric names. Conditions follow the Kubernetes convention: `type`, `status`
-//! (`True`/`False`), a CamelCase `reason`, a human `message` that never holds secret data.
+//! The words opcat uses to report propagation: condition types and reasons, event reasons
+//! (metric names are in [`crate::metrics`]). Conditions follow the Kubernetes convention: `type`,
+//! `status` (`True`/`False`), a CamelCase `reason`, a human `message` that never holds secret
+//! data.
 
 /// Condition on a Subscription: a Secret that is not opcat's holds a copy's name. `True` is the
 /// abnormal state (like OLM's `ResolutionFailed`).
@@ -62,17 +63,6 @@ pub const EVENT_PULL_SECRET_RESTORED: &str = "PullSecretRestored";
 pub const EVENT_PULL_SECRET_RESTORE_WITHHELD: &str = "PullSecretRestoreWithheld";
 /// Warning event: a foreign Secret holds a copy's name.
 pub const EVENT_PULL_SECRET_CONFLICT: &str = "PullSecretConflict";
-
-/// Gauge: copies opcat manages, by catalog (`catalog_namespace`, `catalog`).
-pub const METRIC_COPIES: &str = "opcat_pull_secret_copies";
-/// Counter: in-place data updates of copies (rotations), by catalog.
-pub const METRIC_ROTATIONS: &str = "opcat_pull_secret_rotations_total";
-/// Histogram: seconds from observing a source change to the last copy updated.
-pub const METRIC_PROPAGATION_LAG: &str = "opcat_pull_secret_propagation_lag_seconds";
-/// Counter: ServiceAccount entries restored after another writer removed them.
-pub const METRIC_RESTORES: &str = "opcat_pull_secret_restores_total";
-/// Gauge: copy names held by foreign Secrets.
-pub const METRIC_CONFLICTS: &str = "opcat_pull_secret_conflicts";
 
 /// Longest condition message opcat writes (the API allows 32768; a status meant for humans
 /// stays short and a long list ends with "and N more").

@@ -41,6 +41,7 @@ pub use credentials::Credential;
 pub use digest::Digest;
 pub use error::RegistryError;
 pub use keyring::{Keyring, MatchedCredential};
+pub use pull::Transfer;
 pub use reference::ImageRef;
 pub use secret::{PullSecret, SecretError};
 pub use unpack::UnpackLimits;

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -27,6 +28,37 @@ use super::unpack::{UnpackError, UnpackLimits, Unpacker};
 /// Chunks buffered between the network and the unpacker (bounded memory).
 const CHANNEL_CHUNKS: usize = 16;
 
+/// What one [`Registry::fetch_tracked`] transferred, readable once it returned (successful or
+/// not): the bytes of manifests, config and layers received from the registry, and whether the
+/// image came from the on-disk cache.
+#[derive(Debug, Default)]
+pub struct Transfer {
+    downloaded: AtomicU64,
+    from_cache: AtomicBool,
+}
+
+impl Transfer {
+    /// Bytes received from the registry (response bodies of manifests, config and layers).
+    pub fn downloaded(&self) -> u64 {
+        self.downloaded.load(Ordering::Relaxed)
+    }
+
+    /// Whether the image was served from the on-disk cache (no layer was downloaded).
+    pub fn from_cache(&self) -> bool {
+        self.from_cache.load(Ordering::Relaxed)
+    }
+
+    fn received(&self, bytes: usize) {
+        self.downloaded
+            .fetch_add(u64::try_from(bytes).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    fn cache_hit(&self, cached: UnpackedImage) -> UnpackedImage {
+        self.from_cache.store(true, Ordering::Relaxed);
+        cached
+    }
+}
+
 impl Registry {
     /// Pulls `image` (by tag or digest) and unpacks it into the cache, or returns the cached copy.
     ///
@@ -38,9 +70,20 @@ impl Registry {
         image: &ImageRef,
         keyring: &Keyring,
     ) -> Result<UnpackedImage, RegistryError> {
+        self.fetch_tracked(image, keyring, &Transfer::default())
+            .await
+    }
+
+    /// [`Registry::fetch`], recording in `transfer` what was downloaded (for metrics).
+    pub async fn fetch_tracked(
+        &self,
+        image: &ImageRef,
+        keyring: &Keyring,
+        transfer: &Transfer,
+    ) -> Result<UnpackedImage, RegistryError> {
         if let Some(cached) = image.digest().and_then(|d| self.cache.get(&d)) {
             tracing::debug!(%image, digest = %cached.digest, "image cache hit");
-            return Ok(cached);
+            return Ok(transfer.cache_hit(cached));
         }
         let reference = image.as_oci().clone();
         let (authorized, (top_bytes, _)) = self
@@ -49,21 +92,23 @@ impl Registry {
                 async move { fetch_manifest(&client, &reference).await }
             })
             .await?;
+        transfer.received(top_bytes.len());
         let ctx = Ctx {
             image,
             client: &authorized.client,
             authorized: &authorized,
             keyring,
+            transfer,
         };
         let digest = ctx.verify_document("manifest", &top_bytes, image.digest())?;
         if let Some(cached) = self.cache.get(&digest) {
             tracing::debug!(%image, %digest, "image cache hit");
-            return Ok(cached);
+            return Ok(transfer.cache_hit(cached));
         }
         let lock = self.lock_for(&digest);
         let _guard = lock.lock().await;
         if let Some(cached) = self.cache.get(&digest) {
-            return Ok(cached);
+            return Ok(transfer.cache_hit(cached));
         }
 
         let (manifest, manifest_digest) = match parse_manifest(&top_bytes)
@@ -76,6 +121,7 @@ impl Registry {
                 let (bytes, _) = fetch_manifest(ctx.client, pinned.as_oci())
                     .await
                     .map_err(|f| ctx.failure(f))?;
+                transfer.received(bytes.len());
                 let platform_digest =
                     ctx.verify_document("platform manifest", &bytes, Some(entry.digest.clone()))?;
                 match parse_manifest(&bytes).map_err(|e| ctx.manifest(e))? {
@@ -152,6 +198,7 @@ struct Ctx<'a> {
     client: &'a Client,
     authorized: &'a Authorized,
     keyring: &'a Keyring,
+    transfer: &'a Transfer,
 }
 
 impl Ctx<'_> {
@@ -228,7 +275,10 @@ impl Ctx<'_> {
             .map_err(|e| self.failure(classify(e)))?;
         while let Some(chunk) = stream.next().await {
             match chunk {
-                Ok(chunk) => bytes.extend_from_slice(&chunk),
+                Ok(chunk) => {
+                    self.transfer.received(chunk.len());
+                    bytes.extend_from_slice(&chunk);
+                }
                 // oci-client reports its own digest check as a stream error at the end; ours
                 // below gives the better message.
                 Err(error) if is_digest_verdict(&error) => break,
@@ -285,6 +335,7 @@ impl Ctx<'_> {
         while let Some(chunk) = stream.next().await {
             match chunk {
                 Ok(chunk) => {
+                    self.transfer.received(chunk.len());
                     sent += chunk.len() as u64;
                     let overflow = sent > size;
                     if sender.send(Ok(chunk)).await.is_err() || overflow {

@@ -210,6 +210,21 @@ pub struct Family {
     pub samples: Vec<MetricSample>,
 }
 
+impl Family {
+    /// The value of the sample `name` with exactly `labels`; panics when there is none.
+    pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let labels: std::collections::BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.samples
+            .iter()
+            .find(|s| s.name == name && s.labels == labels)
+            .unwrap_or_else(|| panic!("no {name}{labels:?} in {self:?}"))
+            .value
+    }
+}
+
 /// One sample.
 #[derive(Debug, serde::Deserialize)]
 pub struct MetricSample {

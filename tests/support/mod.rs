@@ -32,6 +32,9 @@ pub const REGISTRY_USER: &str = "catalog-reader";
 pub const REGISTRY_PASSWORD: &str = "s3cret-Pa55-never-logged";
 /// Placeholder registry of the example content.
 pub const EXAMPLE_REGISTRY: &str = "localhost:5000";
+/// The in-memory API server counts the manager's requests under this name (apart from the
+/// test's own): [`Env::manager_requests`].
+pub const MANAGER_AGENT: &str = "opcat";
 
 /// The example catalog and bundles, pushed to the test registry.
 pub struct ExampleImages {
@@ -122,7 +125,7 @@ impl Env {
         assert!(self.manager.is_none(), "manager already running");
         let (stop, stopped) = oneshot::channel::<()>();
         let running = manager::start(
-            self.client.clone(),
+            self.api.client_as(MANAGER_AGENT),
             self.opcat_registry.clone(),
             Arc::new(SystemClock),
             settings,
@@ -137,6 +140,18 @@ impl Env {
             stop,
             task,
         });
+    }
+
+    /// Every request the manager made since the environment started (every manager started by
+    /// it, the test's own requests excluded): what `deploy/rbac.yaml` must allow.
+    pub fn manager_requests(&self) -> fake_apiserver::RequestCounts {
+        self.api.request_counts_of(MANAGER_AGENT)
+    }
+
+    /// The value of one series (name and labels as encoded, e.g.
+    /// `opcat_catalog_pulls_total{result="pulled"}`) in the running manager's metrics.
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        metric_value(&self.context().metrics.encode(), series)
     }
 
     /// Stops the manager and waits for it to finish.
@@ -256,6 +271,14 @@ impl Env {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// The value of the sample line of `series` (name and labels as encoded) in OpenMetrics `text`.
+pub fn metric_value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.trim().parse().ok()
+    })
 }
 
 /// opcat's registry client for the test registry (trusting its CA), caching under `cache_dir`.

@@ -205,14 +205,27 @@ impl Fault {
 #[derive(Debug, Default)]
 pub(crate) struct Control {
     pub(crate) counts: RequestCounts,
+    /// Requests of each tagged client since the start (never reset).
+    pub(crate) by_agent: BTreeMap<String, RequestCounts>,
     pub(crate) faults: Vec<Fault>,
     pub(crate) latency: Duration,
 }
 
 impl Control {
     /// Records the request; returns the status of a matching fault (consuming one use).
-    pub(crate) fn admit(&mut self, key: &RequestKey, name: &str) -> Option<u16> {
+    pub(crate) fn admit(
+        &mut self,
+        key: &RequestKey,
+        name: &str,
+        agent: Option<&str>,
+    ) -> Option<u16> {
         self.counts.record(key.clone());
+        if let Some(agent) = agent {
+            self.by_agent
+                .entry(agent.to_owned())
+                .or_default()
+                .record(key.clone());
+        }
         let fault = self
             .faults
             .iter_mut()
@@ -246,10 +259,16 @@ mod tests {
                 .resource("secrets")
                 .times(2),
         );
-        assert_eq!(c.admit(&key(Verb::Get, "", "secrets"), "a"), None);
-        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "a"), Some(500));
-        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "b"), Some(500));
-        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "c"), None);
+        assert_eq!(c.admit(&key(Verb::Get, "", "secrets"), "a", None), None);
+        assert_eq!(
+            c.admit(&key(Verb::Patch, "", "secrets"), "a", None),
+            Some(500)
+        );
+        assert_eq!(
+            c.admit(&key(Verb::Patch, "", "secrets"), "b", None),
+            Some(500)
+        );
+        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "c", None), None);
         assert_eq!(c.counts.get(Verb::Patch, "secrets"), 3);
         assert_eq!(c.counts.writes(), 3);
     }

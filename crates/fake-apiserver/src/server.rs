@@ -261,9 +261,40 @@ impl FakeApiServer {
         kube::Client::new(
             FakeService {
                 shared: self.shared.clone(),
+                agent: None,
             },
             "default",
         )
+    }
+
+    /// Like [`client`](Self::client), with every request also counted under `agent` in
+    /// [`request_counts_of`](Self::request_counts_of): tells the requests of the code under test
+    /// from the test's own (for example, to check them against an RBAC role).
+    ///
+    /// # Panics
+    ///
+    /// When `agent` is not a valid HTTP header value.
+    pub fn client_as(&self, agent: &str) -> kube::Client {
+        let agent = http::HeaderValue::from_str(agent)
+            .unwrap_or_else(|_| panic!("agent {agent:?} is not a valid header value"));
+        kube::Client::new(
+            FakeService {
+                shared: self.shared.clone(),
+                agent: Some(agent),
+            },
+            "default",
+        )
+    }
+
+    /// Requests made through [`client_as`](Self::client_as)`(agent)` since the start;
+    /// [`reset_counts`](Self::reset_counts) does not clear them.
+    pub fn request_counts_of(&self, agent: &str) -> RequestCounts {
+        self.shared
+            .control()
+            .by_agent
+            .get(agent)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Fails the next matching requests (see [`Fault`]).

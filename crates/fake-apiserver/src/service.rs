@@ -56,6 +56,9 @@ fn stream_response(
     resp
 }
 
+/// Header naming the client a request came from ([`crate::FakeApiServer::client_as`]).
+pub(crate) const AGENT_HEADER: &str = "x-fake-apiserver-agent";
+
 /// Serves one request.
 pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response<ResponseBody> {
     let latency = shared.control().latency;
@@ -63,6 +66,11 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
         tokio::time::sleep(latency).await;
     }
     let (parts, body) = req.into_parts();
+    let agent = parts
+        .headers
+        .get(AGENT_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let query = route::query_pairs(parts.uri.query());
     match route::parse(parts.uri.path()) {
         None => error_response(&ApiError::no_route()),
@@ -73,7 +81,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
                 resource: String::new(),
                 subresource: String::new(),
             };
-            if let Some(code) = shared.control().admit(&key, "") {
+            if let Some(code) = shared.control().admit(&key, "", agent.as_deref()) {
                 return error_response(&ApiError::injected(code, "injected failure"));
             }
             let aggregated = parts
@@ -99,6 +107,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
                 method: parts.method,
                 path: rp,
                 query,
+                agent,
                 user_agent,
                 content_type,
                 body,
@@ -151,6 +160,7 @@ struct ResourceRequest {
     method: Method,
     path: ResourcePath,
     query: Vec<(String, String)>,
+    agent: Option<String>,
     user_agent: Option<String>,
     content_type: String,
     body: Bytes,
@@ -173,7 +183,7 @@ fn resource_request(
         resource: rp.plural.clone(),
         subresource: rp.subresource.clone().unwrap_or_default(),
     };
-    if let Some(code) = shared.control().admit(&key, &rp.name) {
+    if let Some(code) = shared.control().admit(&key, &rp.name, req.agent.as_deref()) {
         return Err(ApiError::injected(code, "injected failure"));
     }
     let mut cluster = shared.cluster();
@@ -267,6 +277,8 @@ fn resource_request(
 #[derive(Clone)]
 pub(crate) struct FakeService {
     pub(crate) shared: Arc<Shared>,
+    /// Tags every request (see [`AGENT_HEADER`]).
+    pub(crate) agent: Option<HeaderValue>,
 }
 
 impl tower::Service<Request<kube::client::Body>> for FakeService {
@@ -280,8 +292,12 @@ impl tower::Service<Request<kube::client::Body>> for FakeService {
 
     fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
         let shared = self.shared.clone();
+        let agent = self.agent.clone();
         Box::pin(async move {
-            let (parts, body) = req.into_parts();
+            let (mut parts, body) = req.into_parts();
+            if let Some(agent) = agent {
+                parts.headers.insert(AGENT_HEADER, agent);
+            }
             let bytes = match body.collect().await {
                 Ok(collected) => collected.to_bytes(),
                 Err(e) => {

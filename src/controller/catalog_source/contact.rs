@@ -1,6 +1,7 @@
 //! Registry contact and restore (registry, disk and events; no status writes): runs the load step
-//! when the poll decision says so, keeps `context.catalogs` and the tracked state in step, and
-//! publishes `CatalogLoaded` / `CatalogUpdated` / `CatalogLoadFailed` events.
+//! when the poll decision says so, keeps `context.catalogs` and the tracked state in step,
+//! publishes `CatalogLoaded` / `CatalogUpdated` / `CatalogLoadFailed` events and counts each
+//! load in `opcat_catalog_pulls_total` / `opcat_catalog_pull_bytes_total`.
 
 use std::sync::Arc;
 
@@ -16,7 +17,8 @@ use super::tracked::{Failure, Tracked};
 use crate::api::CatalogSource;
 use crate::api::catalog_source_status::READY_REASON_PULL_SECRET_INVALID;
 use crate::controller::catalogs::{CatalogKey, LoadedCatalog};
-use crate::registry::ImageRef;
+use crate::metrics::PullResult;
+use crate::registry::{ImageRef, Transfer};
 
 /// Event: a catalog image was loaded for the first time (or for a new `spec.image`).
 pub const EVENT_CATALOG_LOADED: &str = "CatalogLoaded";
@@ -73,6 +75,7 @@ impl Reconciler {
         context
             .catalogs
             .insert(&target.key.0, &target.key.1, Arc::new(loaded));
+        context.metrics.catalog_pulled(0, PullResult::Cached);
         // An unhealthy last contact is retried at once (nothing tracked means a first load);
         // the restored catalog is served meanwhile and kept if that contact fails.
         if !restore.healthy {
@@ -105,6 +108,9 @@ impl Reconciler {
         tracing::debug!(%namespace, %name, image = %target.raw, why = why.as_str(), "contacting registry");
 
         let mut last_poll = previous.and_then(|p| p.last_poll);
+        let transfer = Transfer::default();
+        // Whether the image was loaded (not merely resolved to the digest already served).
+        let mut loading = true;
         let outcome: Result<Option<LoadedCatalog>, LoadError> =
             match load::resolve(&context.registry, target.image, keyring).await {
                 Err(error) => Err(error),
@@ -113,6 +119,7 @@ impl Reconciler {
                     match &served {
                         Some(served) if served.digest == digest && served.image == target.raw => {
                             tracing::debug!(%namespace, %name, %digest, "catalog image unchanged");
+                            loading = false;
                             Ok(None)
                         }
                         _ => load::fetch(
@@ -122,12 +129,19 @@ impl Reconciler {
                             &digest,
                             keyring,
                             target.now,
+                            &transfer,
                         )
                         .await
                         .map(Some),
                     }
                 }
             };
+        if loading {
+            let result = pull_result(outcome.is_ok(), transfer.from_cache());
+            context
+                .metrics
+                .catalog_pulled(transfer.downloaded(), result);
+        }
 
         let backoff = load_backoff_key(namespace, name);
         let failure = match outcome {
@@ -236,5 +250,29 @@ impl Reconciler {
         self.context
             .event(&regarding, type_, reason, "Load", Some(note))
             .await;
+    }
+}
+
+/// How a catalog load counts in `opcat_catalog_pulls_total`: any failure (resolve, pull, verify,
+/// unpack, or a catalog that does not parse or validate) is `failed`; a success is `cached`
+/// when the image came from the disk cache.
+fn pull_result(succeeded: bool, from_cache: bool) -> PullResult {
+    match (succeeded, from_cache) {
+        (false, _) => PullResult::Failed,
+        (true, true) => PullResult::Cached,
+        (true, false) => PullResult::Pulled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_load_counts_as_failed_cached_or_pulled() {
+        assert_eq!(pull_result(false, true), PullResult::Failed);
+        assert_eq!(pull_result(false, false), PullResult::Failed);
+        assert_eq!(pull_result(true, true), PullResult::Cached);
+        assert_eq!(pull_result(true, false), PullResult::Pulled);
     }
 }

@@ -13,7 +13,7 @@ use crate::fbc::{Catalog, CatalogError, LoadError as FbcLoadError};
 use crate::pull_secrets::vocabulary::{MAX_MESSAGE_LEN, bounded_list};
 use crate::registry::push::{CONFIGS_LABEL, DEFAULT_CONFIGS_DIR};
 use crate::registry::{
-    Digest, ImageCache, ImageRef, Keyring, Registry, RegistryError, UnpackedImage,
+    Digest, ImageCache, ImageRef, Keyring, Registry, RegistryError, Transfer, UnpackedImage,
 };
 
 /// How many catalog problems a status message lists before "and N more".
@@ -111,7 +111,8 @@ pub async fn resolve(
 }
 
 /// Fetches `image` pinned to `digest` (from the disk cache when present), then parses and
-/// validates its catalog. `raw` is `spec.image` as written.
+/// validates its catalog. `raw` is `spec.image` as written; `transfer` records what was
+/// downloaded.
 pub async fn fetch(
     registry: &Registry,
     image: &ImageRef,
@@ -119,8 +120,11 @@ pub async fn fetch(
     digest: &Digest,
     keyring: &Keyring,
     now: Timestamp,
+    transfer: &Transfer,
 ) -> Result<LoadedCatalog, LoadError> {
-    let unpacked = registry.fetch(&image.with_digest(digest), keyring).await?;
+    let unpacked = registry
+        .fetch_tracked(&image.with_digest(digest), keyring, transfer)
+        .await?;
     parse(unpacked, raw, image.digest().is_some(), now).await
 }
 

@@ -28,12 +28,13 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kube::runtime::Controller;
-use kube::runtime::controller::{Config, Error as ControllerError};
+use kube::runtime::controller::Error as ControllerError;
 
-use self::reconcile::{Reconciler, error_policy};
+use self::reconcile::{CONTROLLER, Reconciler};
 use super::context::Context;
 use super::manager::Shutdown;
 use super::stores::Reflectors;
+use super::wiring;
 
 /// How often deleted CatalogSources are looked for (an in-memory walk of the tracked keys).
 const DELETION_SWEEP: Duration = Duration::from_secs(2);
@@ -56,22 +57,28 @@ pub fn controller(
                 futures::stream::iter(triggers::catalogs_using(&state, &namespace, &secret))
             })
     };
-    let run = Controller::for_shared_stream(reflectors.catalog_sources.subscribe(), store.clone())
-        .reconcile_on(secret_changes)
-        .with_config(Config::default().concurrency(context.settings.concurrency))
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, error_policy, reconciler.clone())
-        .for_each({
-            let reconciler = reconciler.clone();
-            move |result| {
-                if let Err(ControllerError::ObjectNotFound(reference)) = &result
-                    && let Some(namespace) = &reference.namespace
-                {
-                    reconciler.forget(&(namespace.clone(), reference.name.clone()));
-                }
-                std::future::ready(())
+    let controller =
+        Controller::for_shared_stream(reflectors.catalog_sources.subscribe(), store.clone())
+            .reconcile_on(secret_changes);
+    let run = wiring::run(
+        CONTROLLER,
+        controller,
+        &context,
+        shutdown,
+        reconcile::reconcile,
+        reconciler.clone(),
+    )
+    .for_each({
+        let reconciler = reconciler.clone();
+        move |result| {
+            if let Err(ControllerError::ObjectNotFound(reference)) = &result
+                && let Some(namespace) = &reference.namespace
+            {
+                reconciler.forget(&(namespace.clone(), reference.name.clone()));
             }
-        });
+            std::future::ready(())
+        }
+    });
     let sweep = async move {
         if store.wait_until_ready().await.is_err() {
             return;

@@ -24,9 +24,11 @@ use crate::controller::backoff::ReconcileFailure;
 use crate::controller::catalogs::CatalogKey;
 use crate::controller::clock;
 use crate::controller::context::Context;
+use crate::controller::wiring;
+use crate::metrics::controllers;
 
-/// Name of this controller in logs.
-pub const CONTROLLER: &str = "catalogsource";
+/// Name of this controller in logs and metrics.
+pub const CONTROLLER: &str = controllers::CATALOG_SOURCE;
 
 /// The reconciler's shared state: the context and what it remembers per CatalogSource.
 pub struct Reconciler {
@@ -66,16 +68,17 @@ impl ReconcileFailure for Error {
     }
 }
 
-/// Key of a CatalogSource in the shared failure counters (API failures).
+/// Key of a CatalogSource in the shared failure counters (API failures; the error policy's
+/// key).
 pub fn backoff_key(namespace: &str, name: &str) -> String {
-    format!("CatalogSource/{namespace}/{name}")
+    wiring::backoff_key(CONTROLLER, namespace, name)
 }
 
 /// Key of a CatalogSource's registry failures in the shared failure counters: separate from
 /// [`backoff_key`], because a reconcile that reports a load failure in status succeeds and must
 /// not reset the registry back-off.
 pub fn load_backoff_key(namespace: &str, name: &str) -> String {
-    format!("CatalogSource/{namespace}/{name}#load")
+    format!("{}#load", backoff_key(namespace, name))
 }
 
 impl Reconciler {
@@ -187,7 +190,7 @@ pub async fn reconcile(
     if tracked.is_none() {
         tracked = reconciler.restore(&target).await;
     }
-    let every = interval.every();
+    let every = interval.every_or(settings.default_poll_interval);
     if let Decision::Contact(why) =
         poll::decide(tracked.as_ref(), raw, &sources.fingerprint, every, now)
     {
@@ -242,17 +245,4 @@ async fn write_status(
         .map_err(encode)?;
     let api: Api<CatalogSource> = Api::namespaced(context.client.clone(), namespace);
     Ok(apply::apply_status(&api, &name, current.as_ref(), &desired).await?)
-}
-
-/// The error policy: per-object back-off for API failures.
-pub fn error_policy(
-    catalog_source: Arc<CatalogSource>,
-    error: &Error,
-    reconciler: Arc<Reconciler>,
-) -> Action {
-    let key = backoff_key(
-        &catalog_source.namespace().unwrap_or_default(),
-        &catalog_source.name_any(),
-    );
-    reconciler.context.backoffs.policy(CONTROLLER, &key, error)
 }

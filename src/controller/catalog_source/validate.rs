@@ -89,6 +89,15 @@ impl Interval {
             Interval::Invalid { fallback, .. } => Some(*fallback),
         }
     }
+
+    /// How often to poll, with `default` (`opcat run --poll-default`) for CatalogSources that
+    /// set no interval; an interval in the spec, valid or not, always wins.
+    pub fn every_or(&self, default: Option<Duration>) -> Option<Duration> {
+        match self {
+            Interval::NotSet => default,
+            _ => self.every(),
+        }
+    }
 }
 
 /// Parses the raw interval; `fallback` is used when it is invalid.
@@ -220,6 +229,23 @@ mod tests {
             assert!(message.ends_with("polling every 15m instead"), "{message}");
             assert_eq!(interval.every(), Some(fallback));
         }
+    }
+
+    #[test]
+    fn the_poll_default_applies_only_to_catalogs_without_an_interval() {
+        let fallback = Duration::from_secs(900);
+        let default = Some(Duration::from_secs(1800));
+        assert_eq!(check_interval(None, fallback).every_or(None), None);
+        assert_eq!(check_interval(None, fallback).every_or(default), default);
+        assert_eq!(
+            check_interval(Some("5m"), fallback).every_or(default),
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(
+            check_interval(Some("soon"), fallback).every_or(default),
+            Some(fallback),
+            "an invalid interval falls back as OLM does, not to the default"
+        );
     }
 
     #[test]

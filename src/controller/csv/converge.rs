@@ -103,9 +103,7 @@ pub(super) async fn install(
 
     // (1) Copies.
     if !frozen {
-        for write in &plan.copy_writes {
-            copies::write(client, namespace, write).await?;
-        }
+        copies::write_all(context, namespace, &plan.copy_writes).await?;
     }
     // (2) ServiceAccounts, then their imagePullSecrets.
     let written_edits = if frozen {

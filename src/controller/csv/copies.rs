@@ -15,6 +15,7 @@ use kube::{Client, ResourceExt};
 
 use crate::api::FIELD_MANAGER;
 use crate::controller::apply::{ApplyError, is_not_found};
+use crate::controller::context::Context;
 use crate::pull_secrets::{CopyAction, CopyDeletion, CopyWrite};
 
 const KIND: &str = "Secret";
@@ -34,6 +35,20 @@ fn preconditioned(uid: Option<String>, resource_version: Option<String>) -> Dele
         }),
         ..DeleteParams::default()
     }
+}
+
+/// Performs the plan's copy writes in order, counting each in
+/// `opcat_pull_secret_copy_writes_total` once it succeeded.
+pub async fn write_all(
+    context: &Context,
+    namespace: &str,
+    writes: &[CopyWrite],
+) -> Result<(), ApplyError> {
+    for one in writes {
+        write(&context.client, namespace, one).await?;
+        context.metrics.copies_written(1);
+    }
+    Ok(())
 }
 
 /// Performs one copy write.

@@ -29,16 +29,17 @@ mod preflight;
 mod propagation;
 mod report;
 mod requirements;
+mod rotations;
 mod service_accounts;
 mod status;
 mod triggers;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use kube::ResourceExt;
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 
 pub use error::CsvError;
@@ -49,11 +50,12 @@ use super::backoff::ReconcileFailure;
 use super::context::Context;
 use super::manager::Shutdown;
 use super::stores::Reflectors;
+use super::wiring::{self, backoff_key_of};
 use crate::api::ClusterServiceVersion;
 use crate::pull_secrets::RestorePolicy;
 
-/// Name of this controller in logs.
-const CONTROLLER: &str = "clusterserviceversion";
+/// Name of this controller in logs and metrics.
+const CONTROLLER: &str = crate::metrics::controllers::CSV;
 
 /// The reconciler's state: the shared context plus what only this reconciler caches.
 pub struct Csvs {
@@ -147,25 +149,29 @@ pub fn controller(
                 )
             },
         )
-        .reconcile_on(source_changes)
-        .graceful_shutdown_on(shutdown)
-        .with_config(Config::default().concurrency(context.settings.concurrency));
-    let state = Arc::new(Csvs::new(context));
-    Box::pin(
-        controller
-            .run(reconcile, error_policy, state)
-            .for_each(|_| std::future::ready(())),
-    )
+        .reconcile_on(source_changes);
+    // Rotation timing for the metrics, beside the controller (it stops with it).
+    let rotations = rotations::track(
+        context.clone(),
+        context.source_secrets.subscribe(),
+        reflectors.copies.subscribe(),
+        reflectors.copies.subscribe_deleted(),
+    );
+    let state = Arc::new(Csvs::new(context.clone()));
+    let run = wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
+        .for_each(|_| std::future::ready(()));
+    async move {
+        let mut run = std::pin::pin!(run);
+        tokio::select! {
+            () = &mut run => {}
+            // Its streams only end when the watches do; the controller still finishes.
+            () = rotations => run.await,
+        }
+    }
+    .boxed()
 }
 
-fn key(csv: &ClusterServiceVersion) -> String {
-    format!(
-        "{CONTROLLER}/{}/{}",
-        csv.namespace().unwrap_or_default(),
-        csv.name_any()
-    )
-}
-
+/// Reconciles one CSV.
 async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<Action, CsvError> {
     if !observe::is_managed(&csv) {
         return Ok(Action::await_change());
@@ -198,11 +204,10 @@ async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<
         result
     };
     if result.is_ok() {
-        state.context.backoffs.succeeded(&key(&csv));
+        state
+            .context
+            .backoffs
+            .succeeded(&backoff_key_of(CONTROLLER, csv.as_ref()));
     }
     result
-}
-
-fn error_policy(csv: Arc<ClusterServiceVersion>, error: &CsvError, state: Arc<Csvs>) -> Action {
-    state.context.backoffs.policy(CONTROLLER, &key(&csv), error)
 }

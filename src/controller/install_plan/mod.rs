@@ -28,20 +28,21 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use kube::ResourceExt;
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Controller;
 
 use super::context::Context;
 use super::manager::Shutdown;
 use super::own_writes::OwnWrites;
 use super::stores::Reflectors;
-use crate::api::{CatalogSource, InstallPlan};
+use super::wiring;
+use crate::api::CatalogSource;
+use reconcile::reconcile;
 
 pub use error::InstallPlanError;
 pub use fetch::FetchError;
 
-/// Name of this controller in logs.
-const CONTROLLER: &str = "installplan";
+/// Name of this controller in logs and metrics.
+const CONTROLLER: &str = crate::metrics::controllers::INSTALL_PLAN;
 
 /// The reconciler's context: the shared one and the status writes the store may not show yet.
 pub struct InstallPlanContext {
@@ -67,37 +68,14 @@ pub fn controller(
             futures::stream::iter(triggers::for_source_secret(&plans, &catalogs, &secret))
         })
     };
-    Controller::for_shared_stream(reflectors.install_plans.subscribe(), plans)
+    let controller = Controller::for_shared_stream(reflectors.install_plans.subscribe(), plans)
         .watches_shared_stream(reflectors.catalog_sources.subscribe(), for_catalog)
-        .reconcile_on(for_secret)
-        .graceful_shutdown_on(shutdown)
-        .with_config(Config::default().concurrency(context.settings.concurrency))
-        .run(
-            reconcile::reconcile,
-            error_policy,
-            Arc::new(InstallPlanContext {
-                context: context.clone(),
-                own_writes: OwnWrites::default(),
-            }),
-        )
+        .reconcile_on(for_secret);
+    let state = Arc::new(InstallPlanContext {
+        context: context.clone(),
+        own_writes: OwnWrites::default(),
+    });
+    wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
         .for_each(|_| std::future::ready(()))
         .boxed()
-}
-
-fn error_policy(
-    plan: Arc<InstallPlan>,
-    error: &InstallPlanError,
-    ctx: Arc<InstallPlanContext>,
-) -> Action {
-    ctx.context
-        .backoffs
-        .policy(CONTROLLER, &object_key(&plan), error)
-}
-
-fn object_key(plan: &InstallPlan) -> String {
-    format!(
-        "{CONTROLLER}/{}/{}",
-        plan.namespace().unwrap_or_default(),
-        plan.name_any()
-    )
 }

@@ -25,6 +25,7 @@ use crate::controller::clock::status_time;
 use crate::controller::context::Context;
 use crate::controller::keys;
 use crate::controller::own_writes::OwnWrites;
+use crate::controller::wiring::backoff_key_of;
 
 /// Bundle lookup reason: the pull is in progress.
 pub const REASON_UNPACKING: &str = "UnpackingInProgress";
@@ -206,7 +207,9 @@ pub async fn reconcile(
         image = %fetched.pinned,
         "InstallPlan complete"
     );
-    context.backoffs.succeeded(&super::object_key(&plan));
+    context
+        .backoffs
+        .succeeded(&backoff_key_of(super::CONTROLLER, plan.as_ref()));
     Ok(Action::await_change())
 }
 

@@ -41,22 +41,23 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use kube::ResourceExt;
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Controller;
 
 use super::context::Context;
 use super::manager::Shutdown;
 use super::own_writes::OwnWrites;
 use super::stores::Reflectors;
-use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
+use super::wiring;
+use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan};
 use created::CreatedPlans;
+use reconcile::reconcile;
 
 pub use error::SubscriptionError;
 pub use plan_builder::{SUBSCRIPTION_LABEL, is_plan_of};
 pub use report::MIRRORED_TYPES;
 
-/// Name of this controller in logs.
-const CONTROLLER: &str = "subscription";
+/// Name of this controller in logs and metrics.
+const CONTROLLER: &str = crate::metrics::controllers::SUBSCRIPTION;
 
 /// The reconciler's context: the shared one, plus the plans it created and the status writes it
 /// made that the stores may not show yet.
@@ -82,46 +83,23 @@ pub fn controller(
         let subscriptions = subscriptions.clone();
         move |csv: Arc<ClusterServiceVersion>| triggers::for_csv(&subscriptions, &csv)
     };
-    let settings = &context.settings;
-    let subscription_controller =
+    let controller =
         Controller::for_shared_stream(reflectors.subscriptions.subscribe(), subscriptions)
             .watches_shared_stream(reflectors.catalog_sources.subscribe(), for_catalog)
             .watches_shared_stream(
                 reflectors.install_plans.subscribe(),
                 |plan: Arc<InstallPlan>| triggers::for_install_plan(&plan),
             )
-            .watches_shared_stream(reflectors.csvs.subscribe(), for_csv)
-            .graceful_shutdown_on(shutdown)
-            .with_config(Config::default().concurrency(settings.concurrency))
-            .run(
-                reconcile::reconcile,
-                error_policy,
-                Arc::new(SubscriptionContext {
-                    context: context.clone(),
-                    created: CreatedPlans::default(),
-                    own_writes: OwnWrites::default(),
-                }),
-            )
+            .watches_shared_stream(reflectors.csvs.subscribe(), for_csv);
+    let state = Arc::new(SubscriptionContext {
+        context: context.clone(),
+        created: CreatedPlans::default(),
+        own_writes: OwnWrites::default(),
+    });
+    let subscription_controller =
+        wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
             .for_each(|_| std::future::ready(()));
     futures::future::join(subscription_controller, operator_groups)
         .map(|_| ())
         .boxed()
-}
-
-fn error_policy(
-    subscription: Arc<Subscription>,
-    error: &SubscriptionError,
-    ctx: Arc<SubscriptionContext>,
-) -> Action {
-    ctx.context
-        .backoffs
-        .policy(CONTROLLER, &object_key(&subscription), error)
-}
-
-fn object_key(subscription: &Subscription) -> String {
-    format!(
-        "{CONTROLLER}/{}/{}",
-        subscription.namespace().unwrap_or_default(),
-        subscription.name_any()
-    )
 }

@@ -22,6 +22,7 @@ use crate::api::{InstallPlan, Subscription};
 use crate::controller::apply;
 use crate::controller::clock::status_time;
 use crate::controller::context::Context;
+use crate::controller::wiring::backoff_key_of;
 use crate::resolve::BundleRef;
 
 /// Event reason: an InstallPlan was created.
@@ -81,7 +82,7 @@ pub async fn reconcile(
     write_status(&ctx, &subscription, &observed, &decision, &plans).await?;
     context
         .backoffs
-        .succeeded(&super::object_key(&subscription));
+        .succeeded(&backoff_key_of(super::CONTROLLER, subscription.as_ref()));
     Ok(match decision.step {
         Step::AtLatest | Step::ResolutionFailed { .. } => Action::requeue(context.settings.resync),
         _ => Action::requeue(context.settings.wait_requeue),

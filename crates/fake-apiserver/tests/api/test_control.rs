@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use fake_apiserver::{Fault, Verb};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::common::{config_map, server, status};
@@ -91,4 +91,32 @@ async fn requests_are_counted_by_verb_and_resource() {
     server.reset_counts();
     api.get("c").await.unwrap();
     assert_eq!(server.request_counts().writes(), 0);
+}
+
+/// Requests of a tagged client are counted apart from the test's own, and survive a reset.
+#[tokio::test]
+async fn tagged_clients_are_counted_apart_and_never_reset() {
+    let (server, client) = server();
+    let controller: Api<ConfigMap> = Api::default_namespaced(server.client_as("controller"));
+    let test: Api<ConfigMap> = Api::default_namespaced(client);
+    test.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    controller.get("a").await.unwrap();
+    controller
+        .delete("a", &DeleteParams::default())
+        .await
+        .unwrap();
+    server.reset_counts();
+
+    let counts = server.request_counts_of("controller");
+    assert_eq!(counts.get(Verb::Get, "configmaps"), 1);
+    assert_eq!(counts.get(Verb::Delete, "configmaps"), 1);
+    assert_eq!(
+        counts.get(Verb::Create, "configmaps"),
+        0,
+        "the test's create"
+    );
+    assert_eq!(server.request_counts().total(), 0);
+    assert_eq!(server.request_counts_of("nobody").total(), 0);
 }

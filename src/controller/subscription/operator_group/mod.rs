@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PartialObjectMeta};
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
@@ -28,12 +28,13 @@ use super::super::context::Context;
 use super::super::manager::Shutdown;
 use super::super::own_writes::OwnWrites;
 use super::super::stores::Reflectors;
+use super::super::wiring::{self, backoff_key_of};
 use crate::api::OperatorGroup;
 
 pub use targets::{InvalidSelector, desired_status, target_namespaces};
 
-/// Name of this controller in logs.
-const CONTROLLER: &str = "operatorgroup";
+/// Name of this controller in logs and metrics.
+const CONTROLLER: &str = crate::metrics::controllers::OPERATOR_GROUP;
 
 /// Why an OperatorGroup reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -83,19 +84,14 @@ pub fn controller(
         let groups = groups.clone();
         move |group: Arc<OperatorGroup>| groups_in_namespace(&groups, &group)
     };
-    Controller::for_shared_stream(reflectors.operator_groups.subscribe(), groups)
+    let controller = Controller::for_shared_stream(reflectors.operator_groups.subscribe(), groups)
         .watches_shared_stream(reflectors.operator_groups.subscribe(), siblings)
-        .watches_shared_stream(reflectors.namespaces.subscribe(), for_namespace)
-        .graceful_shutdown_on(shutdown)
-        .with_config(Config::default().concurrency(context.settings.concurrency))
-        .run(
-            reconcile,
-            error_policy,
-            Arc::new(GroupContext {
-                context,
-                own_writes: OwnWrites::default(),
-            }),
-        )
+        .watches_shared_stream(reflectors.namespaces.subscribe(), for_namespace);
+    let state = Arc::new(GroupContext {
+        context: context.clone(),
+        own_writes: OwnWrites::default(),
+    });
+    wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
         .for_each(|_| std::future::ready(()))
         .boxed()
 }
@@ -122,25 +118,8 @@ fn groups_in_namespace(
         .collect()
 }
 
-fn error_policy(
-    group: Arc<OperatorGroup>,
-    error: &OperatorGroupError,
-    ctx: Arc<GroupContext>,
-) -> Action {
-    ctx.context
-        .backoffs
-        .policy(CONTROLLER, &object_key(&group), error)
-}
-
-fn object_key(group: &OperatorGroup) -> String {
-    format!(
-        "{CONTROLLER}/{}/{}",
-        group.namespace().unwrap_or_default(),
-        group.name_any()
-    )
-}
-
-// Reads the OperatorGroup and Namespace stores; writes only the OperatorGroup's status.
+// Reconciles one OperatorGroup: reads the OperatorGroup and Namespace stores; writes only the
+// OperatorGroup's status.
 async fn reconcile(
     group: Arc<OperatorGroup>,
     ctx: Arc<GroupContext>,
@@ -212,7 +191,9 @@ async fn reconcile(
             "OperatorGroup target namespaces updated"
         );
     }
-    context.backoffs.succeeded(&object_key(&group));
+    context
+        .backoffs
+        .succeeded(&backoff_key_of(CONTROLLER, group.as_ref()));
     Ok(if siblings > 1 {
         Action::requeue(context.settings.wait_requeue)
     } else {
