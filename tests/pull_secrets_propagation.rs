@@ -273,7 +273,32 @@ async fn rotating_a_source_updates_every_copy_in_place() {
         );
         assert_ne!(new.data, old.data);
     }
+    assert_secrets_read_narrowly(&env.api.collection_reads_of(support::MANAGER_AGENT));
     env.stop_manager().await;
+}
+
+/// DESIGN invariant 11: Secrets are listed and watched by name or by a label only opcat's own
+/// objects carry (copies: `opcat.dev/managed=true`; Secrets a bundle ships:
+/// `app.kubernetes.io/managed-by=opcat` with the CSV's labels), never wholesale.
+fn assert_secrets_read_narrowly(reads: &[fake_apiserver::CollectionRead]) {
+    let secrets: Vec<_> = reads
+        .iter()
+        .filter(|read| read.group.is_empty() && read.resource == "secrets")
+        .collect();
+    assert!(
+        secrets
+            .iter()
+            .any(|read| read.verb == fake_apiserver::Verb::Watch),
+        "secrets are watched: {reads:?}"
+    );
+    for read in secrets {
+        let by_label = read.label_selector.split(',').any(|term| {
+            term == "opcat.dev/managed=true" || term == "app.kubernetes.io/managed-by=opcat"
+        });
+        let by_name =
+            read.field_selector.starts_with("metadata.name=") && !read.namespace.is_empty();
+        assert!(by_label || by_name, "a wholesale Secret read: {read:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

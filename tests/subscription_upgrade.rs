@@ -209,7 +209,45 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         .await;
     // Every reconciler took part in this install, two upgrades and the uninstall: the
     // ClusterRole allows every request they made.
-    ops_support::assert_allowed_by_rbac(&fixture.env.manager_requests());
+    let requests = fixture.env.manager_requests();
+    ops_support::assert_allowed_by_rbac(&requests);
+    assert_status_written_only_by_status_patches(&requests);
+}
+
+/// DESIGN invariant 6: status is written with a patch to the status subresource, never with a
+/// replace, and never through the main resource of the objects users own.
+fn assert_status_written_only_by_status_patches(requests: &fake_apiserver::RequestCounts) {
+    use fake_apiserver::Verb;
+    for kind in [
+        "catalogsources",
+        "subscriptions",
+        "operatorgroups",
+        "installplans",
+        "clusterserviceversions",
+    ] {
+        assert!(
+            requests.get_subresource(Verb::Patch, kind, "status") > 0,
+            "{kind}: status patched"
+        );
+        assert_eq!(
+            requests.get_subresource(Verb::Update, kind, "status"),
+            0,
+            "{kind}: status never replaced"
+        );
+    }
+    for kind in ["catalogsources", "subscriptions", "operatorgroups"] {
+        let main_writes: u64 = requests
+            .iter()
+            .filter(|(key, _)| {
+                key.verb.is_write() && key.resource == kind && key.subresource.is_empty()
+            })
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(
+            main_writes, 0,
+            "{kind} belong to users: only status is written"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

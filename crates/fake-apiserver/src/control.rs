@@ -201,12 +201,32 @@ impl Fault {
     }
 }
 
+/// A list or watch request of a tagged client: which collection it asked to see, and how
+/// narrowly (see [`crate::FakeApiServer::collection_reads_of`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CollectionRead {
+    /// [`Verb::List`] or [`Verb::Watch`].
+    pub verb: Verb,
+    /// API group ("" for core).
+    pub group: String,
+    /// Plural resource name.
+    pub resource: String,
+    /// The namespace, or "" for all namespaces.
+    pub namespace: String,
+    /// The `labelSelector` parameter as sent ("" when absent).
+    pub label_selector: String,
+    /// The `fieldSelector` parameter as sent ("" when absent).
+    pub field_selector: String,
+}
+
 /// Mutable test controls.
 #[derive(Debug, Default)]
 pub(crate) struct Control {
     pub(crate) counts: RequestCounts,
     /// Requests of each tagged client since the start (never reset).
     pub(crate) by_agent: BTreeMap<String, RequestCounts>,
+    /// Distinct list/watch requests of each tagged client since the start (never reset).
+    pub(crate) reads_by_agent: BTreeMap<String, std::collections::BTreeSet<CollectionRead>>,
     pub(crate) faults: Vec<Fault>,
     pub(crate) latency: Duration,
 }

@@ -143,6 +143,6 @@ mod validation;
 mod watch;
 
 pub use crate::cluster::DeploymentMode;
-pub use crate::control::{Fault, RequestCounts, RequestKey, Verb};
+pub use crate::control::{CollectionRead, Fault, RequestCounts, RequestKey, Verb};
 pub use crate::http::HttpHandle;
 pub use crate::server::{Builder, Error, FakeApiServer};

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, DeploymentMode, Target, WriteParams, present};
-use crate::control::{Control, Fault, RequestCounts};
+use crate::control::{CollectionRead, Control, Fault, RequestCounts};
 use crate::controllers::ControllerConfig;
 use crate::resources::ResourceKey;
 use crate::service::FakeService;
@@ -294,6 +294,18 @@ impl FakeApiServer {
             .by_agent
             .get(agent)
             .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The distinct list and watch requests made through
+    /// [`client_as`](Self::client_as)`(agent)` since the start, with their selectors: shows
+    /// whether a client watches a collection wholesale or narrowly.
+    pub fn collection_reads_of(&self, agent: &str) -> Vec<CollectionRead> {
+        self.shared
+            .control()
+            .reads_by_agent
+            .get(agent)
+            .map(|reads| reads.iter().cloned().collect())
             .unwrap_or_default()
     }
 

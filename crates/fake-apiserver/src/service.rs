@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::cluster::update::PatchType;
 use crate::cluster::{DeleteOptions, ListParams, Target, WatchParams, WriteParams};
-use crate::control::{RequestKey, Verb};
+use crate::control::{CollectionRead, RequestKey, Verb};
 use crate::discovery;
 use crate::route::{self, Discovery, ResourcePath, Route};
 use crate::server::Shared;
@@ -185,6 +185,29 @@ fn resource_request(
     };
     if let Some(code) = shared.control().admit(&key, &rp.name, req.agent.as_deref()) {
         return Err(ApiError::injected(code, "injected failure"));
+    }
+    if let (Some(agent), Some(verb @ (Verb::List | Verb::Watch))) = (req.agent.as_deref(), verb) {
+        let param = |name: &str| {
+            req.query
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let read = CollectionRead {
+            verb,
+            group: rp.group.clone(),
+            resource: rp.plural.clone(),
+            namespace: rp.namespace.clone(),
+            label_selector: param("labelSelector"),
+            field_selector: param("fieldSelector"),
+        };
+        shared
+            .control()
+            .reads_by_agent
+            .entry(agent.to_owned())
+            .or_default()
+            .insert(read);
     }
     let mut cluster = shared.cluster();
     let info = cluster

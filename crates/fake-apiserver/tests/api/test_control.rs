@@ -120,3 +120,46 @@ async fn tagged_clients_are_counted_apart_and_never_reset() {
     assert_eq!(server.request_counts().total(), 0);
     assert_eq!(server.request_counts_of("nobody").total(), 0);
 }
+
+/// A tagged client's list and watch requests are recorded with their namespace and selectors,
+/// once each: a test can tell a wholesale watch from a label- or name-selected one.
+#[tokio::test]
+async fn collection_reads_of_a_tagged_client_keep_their_selectors() {
+    let (server, _) = server();
+    let controller = server.client_as("controller");
+    let everywhere: Api<ConfigMap> = Api::all(controller.clone());
+    let here: Api<ConfigMap> = Api::default_namespaced(controller);
+    everywhere
+        .list(&ListParams::default().labels("app=x"))
+        .await
+        .unwrap();
+    everywhere
+        .list(&ListParams::default().labels("app=x"))
+        .await
+        .unwrap();
+    here.list(&ListParams::default().fields("metadata.name=a"))
+        .await
+        .unwrap();
+
+    let reads = server.collection_reads_of("controller");
+    let seen: Vec<_> = reads
+        .iter()
+        .map(|r| {
+            (
+                r.verb,
+                r.resource.as_str(),
+                r.namespace.as_str(),
+                r.label_selector.as_str(),
+                r.field_selector.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Verb::List, "configmaps", "", "app=x", ""),
+            (Verb::List, "configmaps", "default", "", "metadata.name=a"),
+        ]
+    );
+    assert!(server.collection_reads_of("nobody").is_empty());
+}
