@@ -267,6 +267,29 @@ async fn resolution_failures_and_unhealthy_catalogs_are_reported_without_install
         fixture.plans().is_empty(),
         "no InstallPlan for unresolvable Subscriptions"
     );
+    // DESIGN invariant 7: these are expected waits: conditions, looked at again after a fixed
+    // requeue, and never counted as reconcile errors (which back off exponentially).
+    let reconciles = || {
+        fixture
+            .env
+            .metric(r#"opcat_reconcile_total{controller="subscription"}"#)
+            .unwrap_or(0.0)
+    };
+    let before = reconciles();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        reconciles() > before,
+        "waiting Subscriptions are looked at again"
+    );
+    let metrics = fixture.env.context().metrics.encode();
+    let errors: Vec<_> = metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with(r#"opcat_reconcile_errors_total{controller="subscription""#)
+        })
+        .filter(|line| !line.ends_with(" 0"))
+        .collect();
+    assert!(errors.is_empty(), "waits counted as errors: {errors:?}");
 
     // Fixing the channel resolves and installs; the failure is cleared.
     let api: kube::Api<opcat::api::Subscription> =
