@@ -191,3 +191,66 @@ async fn a_restart_mid_install_finishes_the_install_and_stops_promptly() {
 fn name_any(plan: &opcat::api::InstallPlan) -> String {
     plan.name_any()
 }
+
+/// `opcat run` after a restart, then a pull-secret rotation, then SIGTERM: the stop waits only
+/// for reconciles in flight. Here the namespace watch lists late (its first list fails), so the
+/// OperatorGroup reconcile that starts with the new manager waits for the stores while others
+/// check them; had it missed its wake-up it would sit in flight, unseen (the OperatorGroup's
+/// status was already right), and the graceful stop would wait for it until its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_and_a_rotation_the_manager_stops_promptly() {
+    let mut fixture = Fixture::start().await;
+    install(&fixture).await;
+    fixture.env.stop_manager().await;
+
+    fixture
+        .env
+        .api
+        .inject_failure(Fault::new(500).verb(Verb::List).resource("namespaces"));
+    fixture.env.reopen_registry();
+    fixture.env.start_manager();
+    let context = fixture.env.context();
+    fixture
+        .env
+        .wait_until(
+            "the stores list after the namespace watch's retry",
+            Duration::from_secs(60),
+            || context.stores.is_ready(),
+        )
+        .await;
+    fixture.env.wait_quiet("restarted").await;
+
+    // Rotation: the same credentials, written differently, reach the copy in place.
+    let rotated = format!("{}\n", fixture.right_credentials());
+    fixture.set_pull_secret(&rotated).await;
+    let copy = opcat::pull_secrets::names::copy_name(
+        subscription_support::CATALOG_NAMESPACE,
+        subscription_support::CATALOG,
+        subscription_support::PULL_SECRET,
+    );
+    fixture
+        .env
+        .wait_until(
+            "the copy carries the rotated data",
+            Duration::from_secs(60),
+            || {
+                fixture
+                    .env
+                    .api
+                    .get::<Secret>(NAMESPACE, &copy)
+                    .and_then(|secret| secret.data)
+                    .and_then(|data| data.get(".dockerconfigjson").cloned())
+                    .is_some_and(|value| value.0 == rotated.as_bytes())
+            },
+        )
+        .await;
+    fixture.env.wait_quiet("rotated").await;
+
+    assert!(
+        fixture
+            .env
+            .stop_manager_within(Duration::from_secs(10))
+            .await,
+        "the manager stops without waiting for a forgotten reconcile"
+    );
+}
