@@ -17,7 +17,7 @@ use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::api::{
     CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, MANAGED_LABEL_VALUE,
@@ -68,6 +68,8 @@ where
     store: Store<K>,
     writer: Writer<K>,
     deleted: broadcast::Sender<Arc<K>>,
+    /// `true` once the watch has listed (see [`Listed`]).
+    listed: watch::Sender<bool>,
 }
 
 impl<K> Shared<K>
@@ -77,10 +79,12 @@ where
     fn new() -> Self {
         let (store, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
         let (deleted, _) = broadcast::channel(SUBSCRIBER_BUFFER);
+        let (listed, _) = watch::channel(false);
         Self {
             store,
             writer,
             deleted,
+            listed,
         }
     }
 
@@ -118,6 +122,14 @@ where
 }
 
 /// The readers every reconciler uses.
+///
+/// Wait for the stores with [`Stores::wait_until_ready`] or check [`Stores::is_ready`], never
+/// with kube's `Store::wait_until_ready`: that one keeps a single waker (a oneshot receiver
+/// behind a mutex), so of several tasks waiting at once only the last one to poll is woken, and
+/// polling it without waiting (`now_or_never`) steals the wake-up of whoever waits. A reconcile
+/// that lost its wake-up never finished: its Subscription was not reconciled again, and the
+/// graceful stop waited for it until the shutdown timeout. kube's controller runner is left as
+/// the only waiter of its own store.
 #[derive(Clone)]
 pub struct Stores {
     pub catalog_sources: Store<CatalogSource>,
@@ -128,19 +140,19 @@ pub struct Stores {
     pub deployments: Store<Deployment>,
     pub copies: Store<Secret>,
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
+    listed: Listed,
 }
 
+/// The shared watches stopped (the manager is stopping) before every one had listed.
+#[derive(Debug, thiserror::Error)]
+#[error("the shared watches stopped before every one had listed")]
+pub struct WatchesStopped;
+
 impl Stores {
-    /// Waits until every watch has listed once (readiness).
-    pub async fn wait_until_ready(&self) -> Result<(), reflector::store::WriterDropped> {
-        self.catalog_sources.wait_until_ready().await?;
-        self.subscriptions.wait_until_ready().await?;
-        self.csvs.wait_until_ready().await?;
-        self.install_plans.wait_until_ready().await?;
-        self.operator_groups.wait_until_ready().await?;
-        self.deployments.wait_until_ready().await?;
-        self.copies.wait_until_ready().await?;
-        self.namespaces.wait_until_ready().await
+    /// Waits until every watch has listed once (readiness). Any number of tasks may wait at
+    /// once; each is woken.
+    pub async fn wait_until_ready(&self) -> Result<(), WatchesStopped> {
+        self.listed.wait().await
     }
 
     /// Whether every watch has listed once, without waiting. A reconcile that decides from
@@ -148,8 +160,32 @@ impl Stores {
     /// looks empty, and acting on that (a Subscription "gone", a namespace "without labels")
     /// would write what the next reconcile takes back.
     pub fn is_ready(&self) -> bool {
-        use futures::FutureExt;
-        matches!(self.wait_until_ready().now_or_never(), Some(Ok(())))
+        self.listed.all()
+    }
+}
+
+/// Whether each shared watch has listed once: one `watch` channel per watch, set by
+/// [`Reflectors::drive`] after the store took the list. Unlike kube's store readiness it
+/// wakes every waiter, and reading it registers nothing.
+#[derive(Clone)]
+struct Listed {
+    watches: Vec<watch::Receiver<bool>>,
+}
+
+impl Listed {
+    fn all(&self) -> bool {
+        self.watches.iter().all(|listed| *listed.borrow())
+    }
+
+    async fn wait(&self) -> Result<(), WatchesStopped> {
+        for listed in &self.watches {
+            let mut listed = listed.clone();
+            listed
+                .wait_for(|listed| *listed)
+                .await
+                .map_err(|_| WatchesStopped)?;
+        }
+        Ok(())
     }
 }
 
@@ -198,6 +234,18 @@ impl Reflectors {
             deployments: self.deployments.store(),
             copies: self.copies.store(),
             namespaces: self.namespaces.store(),
+            listed: Listed {
+                watches: vec![
+                    self.catalog_sources.listed.subscribe(),
+                    self.subscriptions.listed.subscribe(),
+                    self.csvs.listed.subscribe(),
+                    self.install_plans.listed.subscribe(),
+                    self.operator_groups.listed.subscribe(),
+                    self.deployments.listed.subscribe(),
+                    self.copies.listed.subscribe(),
+                    self.namespaces.listed.subscribe(),
+                ],
+            },
         }
     }
 
@@ -264,6 +312,7 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
     let deleted = shared.deleted;
+    let listed = shared.listed;
     Box::pin(
         watcher(api, config)
             .default_backoff()
@@ -273,6 +322,10 @@ where
                     Ok(watcher::Event::Delete(object)) => {
                         // No subscriber is not an error.
                         let _ = deleted.send(Arc::new(object));
+                    }
+                    // The reflector has swapped the list into the store before passing this on.
+                    Ok(watcher::Event::InitDone) => {
+                        listed.send_replace(true);
                     }
                     Ok(_) => {}
                     Err(error) => log_watch_error(name, Some(error)),

@@ -156,10 +156,20 @@ impl Env {
 
     /// Stops the manager and waits for it to finish.
     pub async fn stop_manager(&mut self) {
-        if let Some(manager) = self.manager.take() {
-            let _ = manager.stop.send(());
-            let _ = tokio::time::timeout(Duration::from_secs(10), manager.task).await;
-        }
+        self.stop_manager_within(Duration::from_secs(10)).await;
+    }
+
+    /// Stops the manager; returns whether it finished (every in-flight reconcile done) within
+    /// `timeout`. A manager that did not is abandoned, as `opcat run` does at its deadline.
+    pub async fn stop_manager_within(&mut self, timeout: Duration) -> bool {
+        let Some(manager) = self.manager.take() else {
+            return true;
+        };
+        let _ = manager.stop.send(());
+        let mut task = manager.task;
+        let finished = tokio::time::timeout(timeout, &mut task).await.is_ok();
+        task.abort();
+        finished
     }
 
     /// Stops and starts the manager (a controller restart).

@@ -80,7 +80,7 @@ pub fn controller(
         }
     });
     let sweep = async move {
-        if store.wait_until_ready().await.is_err() {
+        if reconciler.context.stores.wait_until_ready().await.is_err() {
             return;
         }
         loop {

@@ -89,11 +89,9 @@ pub async fn reconcile(
     })
 }
 
+/// Waits until the stores listed once (`false`: the manager is stopping first).
 async fn stores_ready(context: &Context) -> bool {
-    let stores = &context.stores;
-    stores.catalog_sources.wait_until_ready().await.is_ok()
-        && stores.csvs.wait_until_ready().await.is_ok()
-        && stores.install_plans.wait_until_ready().await.is_ok()
+    context.stores.wait_until_ready().await.is_ok()
 }
 
 /// Creates the InstallPlan for `bundle` and records it until the store lists it.

@@ -137,7 +137,7 @@ async fn reconcile(
         // The store still shows the version before our last status write.
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
-    if context.stores.namespaces.wait_until_ready().await.is_err() {
+    if context.stores.wait_until_ready().await.is_err() {
         // The watch is gone: the manager is shutting down.
         return Ok(Action::await_change());
     }
