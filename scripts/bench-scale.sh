@@ -8,8 +8,8 @@
 #
 # Usage: scripts/bench-scale.sh [N ...]        (default: 200 1000)
 # Env:   BENCH_ROUNDS (default 2: every N is run that many times, each from a fresh cluster and
-#        controller), BENCH_CONCURRENCY (default 16), BENCH_RESYNC (default 20s),
-#        BENCH_STEADY_SECS (default 30; must exceed the resync).
+#        controller), BENCH_CONCURRENCY (default 16), BENCH_RESYNC (default 60s),
+#        BENCH_STEADY_SECS (default 90; must exceed the resync).
 # Takes minutes: not part of scripts/test.sh (`cargo test --benches` runs an N=3 smoke instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,6 @@ echo "machine: $(nproc) CPUs; load:$(uptime | sed 's/.*load average://')" >&2
 # that binary (CARGO_BIN_EXE_opcat; OPCAT_BIN overrides it).
 cargo bench --locked --bench scale -- "${runs[@]}" \
   --concurrency "${BENCH_CONCURRENCY:-16}" \
-  --resync "${BENCH_RESYNC:-20s}" \
-  --steady-secs "${BENCH_STEADY_SECS:-30}"
+  --resync "${BENCH_RESYNC:-60s}" \
+  --steady-secs "${BENCH_STEADY_SECS:-90}"
 echo "machine after the runs: load:$(uptime | sed 's/.*load average://')" >&2
