@@ -374,6 +374,54 @@ async fn a_converged_install_makes_no_writes_even_across_a_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_in_several_namespaces_share_the_crd_without_taking_it_over_from_each_other() {
+    let mut env = Env::new().await;
+    let tenants = ["team-a", "team-b", "team-c"];
+    catalog_with_secrets(&env, &[SECRET]).await;
+    install_widget_in(&env, &tenants).await;
+    let settings = Settings {
+        resync: Duration::from_millis(500),
+        ..Env::settings()
+    };
+    env.start_manager_with(settings);
+    let csv = csv_name(PACKAGE, "1.0.0");
+    for ns in tenants {
+        wait_phase(&env, ns, &csv, Phase::Succeeded).await;
+    }
+    let holder = |env: &Env| {
+        let crd = env
+            .api
+            .get::<CustomResourceDefinition>("", "widgets.example.opcat.dev")
+            .unwrap();
+        crd.labels().get("opcat.dev/csv-namespace").cloned()
+    };
+    let first = holder(&env).expect("the CRD is labelled with the install that created it");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    env.api.reset_counts();
+    env.wait_until("several resyncs of every CSV", TIMEOUT, || {
+        env.api.request_counts().get(Verb::Get, "serviceaccounts") >= 3 * 9
+    })
+    .await;
+    assert_eq!(
+        env.api.request_counts().writes(),
+        0,
+        "converged installs must not rewrite the CRD they share; requests:\n{}",
+        env.api.request_counts()
+    );
+    assert_eq!(holder(&env), Some(first.clone()));
+
+    // Once the holder is uninstalled, another install takes the CRD over (it is never deleted).
+    delete_csv(&env, &first, &csv).await;
+    wait_gone(&env, &first, &csv).await;
+    env.wait_until("the CRD held by a remaining install", TIMEOUT, || {
+        holder(&env).is_some_and(|ns| ns != first && tenants.contains(&ns.as_str()))
+    })
+    .await;
+    env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicts_and_server_errors_in_the_middle_of_an_install_converge() {
     let mut env = Env::new().await;
     namespaces(&env, &[NS]).await;

@@ -70,6 +70,16 @@ fn invalid_configuration_is_refused_before_anything_starts() {
             "must be greater than zero",
         ),
         (
+            vec!["--resync", "0"],
+            vec![],
+            "invalid value '0' for '--resync <DURATION>': must be greater than zero",
+        ),
+        (
+            vec![],
+            vec![("OPCAT_RESYNC", "often")],
+            "invalid value 'often' for '--resync <DURATION>'",
+        ),
+        (
             vec!["--namespace", "Team_A"],
             vec![],
             "\"Team_A\" is not a valid namespace name",
@@ -154,6 +164,7 @@ fn every_flag_is_in_the_help_with_its_environment_variable() {
         ("--cache-dir", "OPCAT_CACHE_DIR"),
         ("--poll-default", "OPCAT_POLL_DEFAULT"),
         ("--concurrency", "OPCAT_CONCURRENCY"),
+        ("--resync", "OPCAT_RESYNC"),
         ("--log-format", "OPCAT_LOG_FORMAT"),
         ("--shutdown-timeout", "OPCAT_SHUTDOWN_TIMEOUT"),
         ("--ca-file", "OPCAT_CA_FILES"),

@@ -70,6 +70,17 @@ pub struct Args {
     #[arg(long, env = "OPCAT_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
 
+    /// How often a converged object is reconciled again without any event (a Go duration).
+    /// Each resync reads from the watch caches and writes nothing unless something drifted.
+    #[arg(
+        long,
+        env = "OPCAT_RESYNC",
+        value_name = "DURATION",
+        default_value = "10m",
+        value_parser = positive_duration
+    )]
+    pub resync: Duration,
+
     /// Log format.
     #[arg(long, env = "OPCAT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -232,6 +243,7 @@ pub async fn execute(args: Args) -> CliResult {
             .clone()
             .map_or(Scope::Cluster, Scope::Namespace),
         concurrency: args.concurrency,
+        resync: args.resync,
         default_poll_interval: args.poll_default,
         instance: std::env::var("POD_NAME").ok(),
         ..Settings::default()

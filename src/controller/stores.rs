@@ -316,6 +316,7 @@ where
     Box::pin(
         watcher(api, config)
             .default_backoff()
+            .modify(forget_managed_fields)
             .reflect_shared(shared.writer)
             .for_each(move |event| {
                 match event {
@@ -335,8 +336,82 @@ where
     )
 }
 
+/// Drops `metadata.managedFields` before an object is stored: the server's record of which
+/// manager owns which field, which no reconciler reads from a store and which is often larger
+/// than the object itself (scripts/bench-scale.sh, 1,000 installs: controller peak RSS 277 MB
+/// with them, 175 MB without).
+/// Writes never send it back: server-side apply bodies drop it, and an update without it keeps
+/// the server's record.
+fn forget_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
 fn log_watch_error(resource: &'static str, error: Option<watcher::Error>) {
     if let Some(error) = error {
         tracing::warn!(resource, error = %crate::cli::error_chain(&error), "watch failed; retrying");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use fake_apiserver::FakeApiServer;
+    use kube::api::{ObjectMeta, Patch, PatchParams};
+    use kube::runtime::reflector::ObjectRef;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn stored_objects_carry_no_managed_fields() {
+        let server = FakeApiServer::new();
+        let client = server.client();
+        server
+            .seed(&Namespace {
+                metadata: ObjectMeta {
+                    name: Some("ops".into()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            })
+            .unwrap();
+        let copy = Secret {
+            metadata: ObjectMeta {
+                name: Some("copy".into()),
+                namespace: Some("ops".into()),
+                labels: Some([(MANAGED_LABEL.to_owned(), MANAGED_LABEL_VALUE.to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            ..Secret::default()
+        };
+        let api: Api<Secret> = Api::namespaced(client.clone(), "ops");
+        let applied = api
+            .patch("copy", &PatchParams::apply("opcat"), &Patch::Apply(&copy))
+            .await
+            .unwrap();
+        assert!(
+            applied.metadata.managed_fields.is_some(),
+            "the server records managers"
+        );
+
+        let reflectors = Reflectors::new(client, Scope::Cluster);
+        let stores = reflectors.stores();
+        let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
+        let key = ObjectRef::new("copy").within("ops");
+        let stored = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Some(stored) = stores.copies.get(&key) {
+                    return stored;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the copy reaches the store");
+        assert_eq!(stored.metadata.managed_fields, None);
+        assert_eq!(stored.metadata.labels, copy.metadata.labels);
+        for driver in drivers {
+            driver.abort();
+        }
     }
 }

@@ -77,8 +77,13 @@ impl Env {
 
     /// Like [`Env::new`] with a custom API server.
     pub async fn with_api(api: FakeApiServer) -> Self {
+        Self::with_registry(api, Distribution::basic(REGISTRY_USER, REGISTRY_PASSWORD)).await
+    }
+
+    /// Like [`Env::with_api`] with a registry started by the caller (more users, token auth);
+    /// the examples are pushed with its first user.
+    pub async fn with_registry(api: FakeApiServer, registry: Distribution) -> Self {
         opcat::registry::install_crypto_provider();
-        let registry = Distribution::basic(REGISTRY_USER, REGISTRY_PASSWORD);
         let cache_dir = tempfile::tempdir().expect("cache dir");
         let opcat_registry = opcat_registry(&registry, cache_dir.path());
         let images = push_examples(&registry, &opcat_registry).await;

@@ -13,11 +13,15 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Client, ResourceExt};
 
 use super::error::CsvError;
 use super::observe::{LabelledObjects, ObjectKey};
-use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, RETAIN_LABEL, RETAIN_VALUE};
+use crate::bundle::ownership::{
+    CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
+    RETAIN_LABEL, RETAIN_VALUE,
+};
 use crate::controller::apply::{self, Outcome, dynamic_api};
 use crate::controller::context::Context;
 use crate::pull_secrets::names::short_hash;
@@ -69,7 +73,6 @@ pub async fn apply_all(
             .resources
             .resolve(&types.api_version, &types.kind)
             .await?;
-        let desired = with_applied_hash(object);
         let mut current = live.get(object).cloned();
         if current.is_none() {
             current = get(context, &resource, object).await?;
@@ -83,6 +86,14 @@ pub async fn apply_all(
                 });
             }
         }
+        let desired = match &current {
+            Some(existing) if types.kind == CRD_KIND => {
+                with_applied_hash(&shared_crd(object, existing, |namespace, name| {
+                    holder_is_installed(context, namespace, name)
+                }))
+            }
+            _ => with_applied_hash(object),
+        };
         // A live object that still carries something opcat stopped setting is re-applied even
         // when the desired object is contained in it.
         let current = current.filter(|live| !force(object, live));
@@ -93,6 +104,58 @@ pub async fn apply_all(
         }
     }
     Ok(written)
+}
+
+/// A CRD is one cluster-scoped object shared by every install of its operator. The install
+/// whose labels it carries keeps them while that CSV exists in another namespace: every other
+/// install renders the CRD with the holder's ownership labels and annotation, so it compares
+/// (and, on drift, applies) the content only. Otherwise N installs would take the CRD over from
+/// each other at every resync — N writes per resync period, forever. The holder's own namespace
+/// takes over (an upgrade: the CSV that replaces the holder), and so does any install once the
+/// holder is gone. CRDs are never swept or deleted, so whose labels they carry changes nothing
+/// else.
+fn shared_crd(
+    rendered: &DynamicObject,
+    live: &DynamicObject,
+    holder_is_installed: impl Fn(&str, &str) -> bool,
+) -> DynamicObject {
+    let label = |object: &DynamicObject, key: &str| object.labels().get(key).cloned();
+    let (Some(holder_namespace), Some(holder_label)) =
+        (label(live, CSV_NAMESPACE_LABEL), label(live, CSV_LABEL))
+    else {
+        return rendered.clone();
+    };
+    let holder_name = live
+        .annotations()
+        .get(CSV_ANNOTATION)
+        .cloned()
+        .unwrap_or_else(|| holder_label.clone());
+    let same_install = label(rendered, CSV_NAMESPACE_LABEL).as_ref() == Some(&holder_namespace);
+    if !is_opcat(live) || same_install || !holder_is_installed(&holder_namespace, &holder_name) {
+        return rendered.clone();
+    }
+    let mut shared = rendered.clone();
+    let labels = shared.metadata.labels.get_or_insert_default();
+    labels.insert(CSV_LABEL.to_owned(), holder_label);
+    labels.insert(CSV_NAMESPACE_LABEL.to_owned(), holder_namespace);
+    let annotations = shared.metadata.annotations.get_or_insert_default();
+    match live.annotations().get(CSV_ANNOTATION) {
+        Some(full_name) => annotations.insert(CSV_ANNOTATION.to_owned(), full_name.clone()),
+        None => annotations.remove(CSV_ANNOTATION),
+    };
+    if annotations.is_empty() {
+        shared.metadata.annotations = None;
+    }
+    shared
+}
+
+/// Whether the CSV `namespace/name` exists (in the store) and is not being deleted.
+fn holder_is_installed(context: &Context, namespace: &str, name: &str) -> bool {
+    context
+        .stores
+        .csvs
+        .get(&ObjectRef::new(name).within(namespace))
+        .is_some_and(|csv| csv.metadata.deletion_timestamp.is_none())
 }
 
 async fn get(
@@ -206,6 +269,68 @@ mod tests {
         assert_eq!(hash(&hashed), hash(&with_applied_hash(&a)));
         assert_eq!(hash(&with_applied_hash(&hashed)), hash(&hashed));
         assert_ne!(hash(&hashed), hash(&with_applied_hash(&b)));
+    }
+
+    fn crd(csv: &str, namespace: &str, annotations: serde_json::Value) -> DynamicObject {
+        object(json!({"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com", "annotations": annotations,
+                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE, RETAIN_LABEL: RETAIN_VALUE,
+                    CSV_LABEL: csv, CSV_NAMESPACE_LABEL: namespace}},
+            "spec": {"group": "example.com"}}))
+    }
+
+    #[test]
+    fn a_crd_keeps_the_labels_of_an_install_in_another_namespace_while_it_exists() {
+        let live = crd("widget.v1", "team-a", json!({"team": "x"}));
+        let rendered = crd("widget.v1", "team-b", json!({"team": "x"}));
+        let installed = |namespace: &str, name: &str| namespace == "team-a" && name == "widget.v1";
+        let shared = shared_crd(&rendered, &live, installed);
+        assert_eq!(shared.labels(), live.labels());
+        assert_eq!(shared.annotations(), live.annotations());
+        assert_eq!(shared.data, rendered.data);
+        // Same bundle, so the same applied hash as the holder's: no write.
+        let hash =
+            |o: &DynamicObject| with_applied_hash(o).annotations()[APPLIED_HASH_ANNOTATION].clone();
+        assert_eq!(hash(&shared), hash(&live));
+
+        // The holder is gone: this install takes the CRD over.
+        let gone = |_: &str, _: &str| false;
+        assert_eq!(
+            shared_crd(&rendered, &live, gone).labels(),
+            rendered.labels()
+        );
+        // The holder's namespace (an upgrade) takes it over.
+        let upgrade = crd("widget.v2", "team-a", json!({"team": "x"}));
+        assert_eq!(
+            shared_crd(&upgrade, &live, installed).labels(),
+            upgrade.labels()
+        );
+    }
+
+    #[test]
+    fn a_crd_held_under_a_hashed_label_is_found_by_its_full_name_annotation() {
+        let long = "a".repeat(70);
+        let live = crd(
+            "aaaa-hashed",
+            "team-a",
+            json!({CSV_ANNOTATION: long.clone()}),
+        );
+        let rendered = crd("widget.v1", "team-b", json!({}));
+        let installed = |namespace: &str, name: &str| namespace == "team-a" && name == long;
+        let shared = shared_crd(&rendered, &live, installed);
+        assert_eq!(shared.labels(), live.labels());
+        assert_eq!(shared.annotations()[CSV_ANNOTATION], long);
+        // The holder's annotation does not leak into an install that does not need one.
+        let plain = crd("widget.v1", "team-a", json!({}));
+        let installed = |_: &str, name: &str| name == "widget.v1";
+        let taken = crd("widget.v1", "team-b", json!({CSV_ANNOTATION: "stale"}));
+        assert!(
+            shared_crd(&taken, &plain, installed)
+                .metadata
+                .annotations
+                .is_none()
+        );
     }
 
     #[test]

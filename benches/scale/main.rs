@@ -1,0 +1,218 @@
+//! Scale benchmark of the controller (issue 5 and issue 6), run by `scripts/bench-scale.sh`.
+//!
+//! For each N: the real `opcat run` binary (its own process, so its memory is its own) against
+//! the in-memory API server over HTTP and the real `docker-registry` (TLS, basic auth) holding
+//! the example catalog and bundles.
+//!
+//! 1. **Converge from scratch**: a CatalogSource with two source secrets, then N namespaces each
+//!    with an OperatorGroup and a Subscription; timed until every Subscription is
+//!    `AtLatestKnown` with its CSV `Succeeded` and both pull-secret copies present (read from the
+//!    server's store, not counted). Requests are counted until the controller stops writing.
+//! 2. **Steady state**: a window longer than the controller's resync: writes (must be 0) and
+//!    reads per minute.
+//! 3. **Rotation**: one source secret's data changes (one PATCH, not counted); timed until all N
+//!    copies carry the new data; the writes it took.
+//!
+//! Memory: `VmRSS` sampled every 50 ms and `VmHWM` from `/proc/<pid>/status`.
+//!
+//! `cargo bench --bench scale -- [N ...] [--concurrency C] [--resync D] [--steady-secs S]`.
+//! Without `--bench` (`cargo test --benches`) it runs a smoke test with N = 3 against the
+//! debug binary and fails if the controller does not converge, writes at steady state or misses
+//! a rotated copy, so the driver cannot rot.
+// Benchmark driver: a failed step aborts the run with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod cluster;
+mod controller;
+mod measure;
+#[path = "../../tests/ops_support/mod.rs"]
+mod ops_support;
+mod report;
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use fake_apiserver::Verb;
+
+use cluster::{Cluster, ROTATED, SOURCES};
+use controller::{Controller, Options};
+use measure::{Expected, Tally};
+use report::RunReport;
+
+/// Scale benchmark of `opcat run`.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Subscriptions per run, one namespace each.
+    #[arg(default_values_t = [200, 1000])]
+    sizes: Vec<usize>,
+    /// `opcat run --concurrency` (parallel reconciles per controller).
+    #[arg(long, default_value_t = 16)]
+    concurrency: u16,
+    /// `opcat run --resync`; the steady window must be longer.
+    #[arg(long, default_value = "20s")]
+    resync: String,
+    /// Length of the steady-state window.
+    #[arg(long, default_value_t = 30)]
+    steady_secs: u64,
+    /// Give up converging after this long.
+    #[arg(long, default_value_t = 1800)]
+    timeout_secs: u64,
+    /// The opcat binary (default: the one cargo built with this benchmark).
+    #[arg(long, env = "OPCAT_BIN")]
+    opcat: Option<PathBuf>,
+    /// The controller's RUST_LOG.
+    #[arg(long, default_value = "info")]
+    rust_log: String,
+    /// Passed by `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+impl Args {
+    /// The smoke run of `cargo test --benches`.
+    fn smoke() -> Self {
+        Self {
+            sizes: vec![3],
+            concurrency: 4,
+            resync: "2s".into(),
+            steady_secs: 5,
+            timeout_secs: 60,
+            opcat: None,
+            rust_log: "info".into(),
+            bench: false,
+        }
+    }
+}
+
+fn main() {
+    let smoke = !std::env::args().any(|arg| arg == "--bench");
+    let args = if smoke { Args::smoke() } else { Args::parse() };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let mut reports = Vec::new();
+    for &n in &args.sizes {
+        let report = runtime.block_on(run(n, &args));
+        eprintln!("{}", report.details());
+        reports.push(report);
+    }
+    println!("{}", report::table(&reports));
+    for (n, check, met) in report::targets(&reports) {
+        println!("- N={n}: {check}: {}", if met { "met" } else { "MISSED" });
+    }
+    if smoke {
+        let report = &reports[0];
+        assert_eq!(
+            report.steady_requests.writes(),
+            0,
+            "smoke: writes at steady state:\n{}",
+            report.steady_requests
+        );
+        eprintln!("scale smoke passed (N=3); run scripts/bench-scale.sh for the benchmark");
+    }
+}
+
+async fn run(n: usize, args: &Args) -> RunReport {
+    let binary = args
+        .opcat
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_opcat")));
+    let timeout = Duration::from_secs(args.timeout_secs);
+    eprintln!("N={n}: starting the registry and the API server");
+    let cluster = Cluster::start().await;
+    let api = cluster.api().clone();
+    let mut controller = Controller::start(&Options {
+        binary: &binary,
+        kubeconfig: cluster.http.kubeconfig_path(),
+        ca_file: &cluster.env.registry.ca.ca_pem,
+        concurrency: args.concurrency,
+        resync: &args.resync,
+        rust_log: &args.rust_log,
+    })
+    .await;
+    let tenants = cluster::tenants(n);
+
+    // 1. Converge from scratch.
+    eprintln!("N={n}: converging");
+    api.reset_counts();
+    let start = Instant::now();
+    cluster.seed_catalog();
+    for tenant in &tenants {
+        cluster.seed_tenant(tenant);
+    }
+    let mut expected: Expected = SOURCES
+        .iter()
+        .map(|source| {
+            (
+                cluster.catalog.copy_name(source),
+                cluster.source_data(source),
+            )
+        })
+        .collect();
+    let converge = measure::wait_all(
+        "converge",
+        &tenants,
+        start,
+        timeout,
+        || controller.assert_running(),
+        |tenant| measure::installed(&cluster, tenant, &expected),
+    )
+    .await;
+    let converged_memory = controller.memory();
+    let quiet = Duration::from_secs(2);
+    measure::wait_quiet(&api, quiet, timeout).await;
+    let converge_requests = Tally::of(&api);
+
+    // 2. Steady state.
+    eprintln!("N={n}: converged in {converge:.1?}; steady window");
+    let steady_window = Duration::from_secs(args.steady_secs);
+    api.reset_counts();
+    tokio::time::sleep(steady_window).await;
+    let steady_requests = Tally::of(&api);
+    let steady_memory = controller.memory();
+
+    // 3. Rotation.
+    eprintln!("N={n}: rotating {ROTATED}");
+    api.reset_counts();
+    let start = Instant::now();
+    let rotated = cluster.rotate().await;
+    for (copy, data) in &mut expected {
+        if *copy == cluster.catalog.copy_name(ROTATED) {
+            *data = rotated.clone();
+        }
+    }
+    let fan_out = measure::wait_all(
+        "rotation",
+        &tenants,
+        start,
+        timeout,
+        || controller.assert_running(),
+        |tenant| measure::copies_carry(&cluster, tenant, &expected),
+    )
+    .await;
+    measure::wait_quiet(&api, quiet, timeout).await;
+    let rotation_requests = Tally::of(&api).without(Verb::Patch, "secrets", 1);
+
+    let warnings = controller.warnings();
+    let memory = controller.stop();
+    RunReport {
+        n,
+        concurrency: args.concurrency,
+        resync: args.resync.clone(),
+        converge,
+        converge_requests,
+        steady_window,
+        steady_requests,
+        fan_out,
+        rotation_requests,
+        converged_memory,
+        steady_memory,
+        memory,
+        warnings,
+    }
+}
