@@ -39,13 +39,18 @@ use crate::pull_secrets::{CatalogRef, RotatingCatalog, RotationWrite, plan_rotat
 const ACTION: &str = "PropagatePullSecrets";
 
 /// Handles every source change from `sources`, then sends its key to `handled` (the CSV
-/// controller's trigger). Runs until `sources` ends or nobody listens on `handled`.
+/// controller's trigger). Runs until `sources` ends, the watches stop, or nobody listens on
+/// `handled`. Changes wait until every store has listed: an unlisted copy store looks empty,
+/// and a namespace store without labels would ignore opt-outs.
 pub async fn run(
     context: Arc<Context>,
     echoes: Arc<Echoes>,
     sources: impl Stream<Item = SecretKey> + Send,
     handled: UnboundedSender<SecretKey>,
 ) {
+    if context.stores.wait_until_ready().await.is_err() {
+        return;
+    }
     let mut sources = std::pin::pin!(sources);
     while let Some(key) = sources.next().await {
         rotate(&context, &echoes, &key).await;
