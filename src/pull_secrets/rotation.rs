@@ -283,27 +283,33 @@ mod tests {
         )
     }
 
-    fn plan(
+    /// Plans the rotation of `source` for the catalog `examples` with `annotations`.
+    fn plan_with(
         source: &Secret,
-        catalogs: &[RotatingCatalog<'_>],
+        annotations: Option<&BTreeMap<String, String>>,
         copies: &[Secret],
         labels: &BTreeMap<String, BTreeMap<String, String>>,
-    ) -> RotationPlan {
-        plan_rotation(source, catalogs, copies, |ns| labels.get(ns)).unwrap()
+    ) -> Result<RotationPlan, CopyError> {
+        let examples = catalog("examples");
+        let catalogs = [RotatingCatalog {
+            catalog: &examples,
+            annotations,
+        }];
+        plan_rotation(source, &catalogs, copies, |ns| labels.get(ns))
+    }
+
+    /// [`plan_with`], no annotations, no namespace labels.
+    fn plan(source: &Secret, copies: &[Secret]) -> RotationPlan {
+        plan_with(source, None, copies, &BTreeMap::new()).unwrap()
     }
 
     #[test]
     fn every_copy_of_the_source_takes_the_new_data_in_place() {
-        let examples = catalog("examples");
-        let catalogs = [RotatingCatalog {
-            catalog: &examples,
-            annotations: None,
-        }];
         let copies = [copy("team-b"), copy("team-a")];
-        let plan = plan(&source("v2"), &catalogs, &copies, &BTreeMap::new());
+        let plan = plan(&source("v2"), &copies);
         assert_eq!(where_(&plan), (vec!["team-a", "team-b"], vec![]));
         let write = &plan.writes[0];
-        assert_eq!(write.name, examples.copy_name(SOURCE));
+        assert_eq!(write.name, catalog("examples").copy_name(SOURCE));
         assert_eq!(write.secret.data, Some(data("v2")));
         assert_eq!(write.secret.metadata.uid.as_deref(), Some("copy-team-a"));
         assert_eq!(
@@ -319,11 +325,6 @@ mod tests {
 
     #[test]
     fn copies_of_other_sources_and_other_catalogs_are_not_touched() {
-        let examples = catalog("examples");
-        let catalogs = [RotatingCatalog {
-            catalog: &examples,
-            annotations: None,
-        }];
         let mut other_source = copy("team-b");
         other_source
             .metadata
@@ -332,27 +333,22 @@ mod tests {
             .unwrap()
             .insert(SOURCE_NAME_LABEL.to_owned(), "mirror-creds".to_owned());
         let copies = [copy("team-a"), other_source, copy_in("unlisted", "team-c")];
-        let plan = plan(&source("v2"), &catalogs, &copies, &BTreeMap::new());
+        let plan = plan(&source("v2"), &copies);
         assert_eq!(where_(&plan), (vec!["team-a"], vec![]));
     }
 
     #[test]
     fn namespaces_without_consent_are_skipped() {
-        let examples = catalog("examples");
         let selector = BTreeMap::from([(
             PROPAGATE_TO_ANNOTATION.to_owned(),
             "kubernetes.io/metadata.name in (team-a,team-b)".to_owned(),
         )]);
-        let catalogs = [RotatingCatalog {
-            catalog: &examples,
-            annotations: Some(&selector),
-        }];
         let labels = BTreeMap::from([(
             "team-b".to_owned(),
             BTreeMap::from([(NAMESPACE_OPT_OUT_LABEL.to_owned(), "disabled".to_owned())]),
         )]);
         let copies = [copy("team-a"), copy("team-b"), copy("team-c")];
-        let plan = plan(&source("v2"), &catalogs, &copies, &labels);
+        let plan = plan_with(&source("v2"), Some(&selector), &copies, &labels).unwrap();
         let (written, skipped) = where_(&plan);
         assert_eq!(written, ["team-a"]);
         assert!(matches!(
@@ -372,11 +368,6 @@ mod tests {
 
     #[test]
     fn anything_beyond_new_data_is_left_to_the_csv_reconcile() {
-        let examples = catalog("examples");
-        let catalogs = [RotatingCatalog {
-            catalog: &examples,
-            annotations: None,
-        }];
         let mut relabelled = copy("labels");
         relabelled
             .metadata
@@ -407,7 +398,7 @@ mod tests {
         let copies = [
             relabelled, immutable, retyped, orphan, renamed, foreign, current,
         ];
-        let plan = plan(&source("v2"), &catalogs, &copies, &BTreeMap::new());
+        let plan = plan(&source("v2"), &copies);
         let (written, skipped) = where_(&plan);
         assert!(written.is_empty());
         assert_eq!(
@@ -433,30 +424,15 @@ mod tests {
 
     #[test]
     fn a_source_that_is_no_pull_secret_updates_nothing() {
-        let examples = catalog("examples");
-        let catalogs = [RotatingCatalog {
-            catalog: &examples,
-            annotations: None,
-        }];
         let mut opaque = source("v2");
         opaque.type_ = Some("Opaque".to_owned());
-        let result = plan_rotation(&opaque, &catalogs, &[copy("team-a")], |_| None);
+        let result = plan_with(&opaque, None, &[copy("team-a")], &BTreeMap::new());
         assert!(matches!(result, Err(CopyError::NotAPullSecret { .. })));
     }
 
     #[test]
     fn plans_never_show_secret_data() {
-        let examples = catalog("examples");
-        let catalogs = [RotatingCatalog {
-            catalog: &examples,
-            annotations: None,
-        }];
-        let plan = plan(
-            &source("s3cret-token"),
-            &catalogs,
-            &[copy("team-a")],
-            &BTreeMap::new(),
-        );
+        let plan = plan(&source("s3cret-token"), &[copy("team-a")]);
         let shown = format!("{plan:?}");
         assert!(shown.contains("team-a"));
         assert!(!shown.contains("s3cret"), "{shown}");
