@@ -252,17 +252,21 @@ async fn foreign_entries_stay_in_place_through_install_rotation_upgrade_and_unin
 async fn rotating_a_source_updates_every_copy_in_place() {
     let mut env = Env::new().await;
     catalog_with_secrets(&env, &[CREDS]).await;
-    install_widget_in(&env, &["team-a", "team-b"]).await;
+    let teams = ["team-a", "team-b", "team-c"];
+    install_widget_in(&env, &teams).await;
     env.start_manager();
     let copy = copy_name(CREDS);
     let mut before = Vec::new();
-    for ns in ["team-a", "team-b"] {
+    for ns in teams {
         wait_phase(&env, ns, "widget-operator.v1.0.0", Phase::Succeeded).await;
         before.push(env.api.get::<Secret>(ns, &copy).unwrap());
     }
+    env.wait_quiet("installed").await;
+    let requests_before = env.manager_requests();
+
     rotate(&env, CREDS, "rotated-2").await;
     let rotated = source_data(&env, CREDS);
-    for (ns, old) in ["team-a", "team-b"].into_iter().zip(before) {
+    for (ns, old) in teams.into_iter().zip(before) {
         let new = env
             .wait_for::<Secret>(ns, &copy, TIMEOUT, |s| s.data.as_ref() == Some(&rotated))
             .await;
@@ -273,8 +277,109 @@ async fn rotating_a_source_updates_every_copy_in_place() {
         );
         assert_ne!(new.data, old.data);
     }
+    env.wait_quiet("rotated").await;
+
+    // The fast path: one replace per copy, and the CSV reconciles that follow find the copies
+    // in sync (no second write, no reconcile of each copy's echo).
+    let delta = RequestDelta::since(&requests_before, &env.manager_requests());
+    assert_eq!(delta.secret_writes, teams.len() as u64, "{delta:?}");
+    assert_eq!(delta.secret_updates, teams.len() as u64, "{delta:?}");
+    assert!(
+        delta.secret_lists <= teams.len() as u64,
+        "at most the label-selected sweep of each CSV's reconcile, once: {delta:?}"
+    );
+    for ns in teams {
+        assert!(
+            rotated_events(&env, ns)
+                .iter()
+                .any(|note| note.contains(&copy)),
+            "{ns}: a PullSecretRotated event on the copy"
+        );
+    }
     assert_secrets_read_narrowly(&env.api.collection_reads_of(support::MANAGER_AGENT));
     env.stop_manager().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_skips_the_copy_of_a_namespace_that_opted_out() {
+    let mut env = Env::new().await;
+    catalog_with_secrets(&env, &[CREDS]).await;
+    install_widget_in(&env, &["team-a", "team-b", "team-c"]).await;
+    env.start_manager();
+    let copy = copy_name(CREDS);
+    for ns in ["team-a", "team-b", "team-c"] {
+        wait_phase(&env, ns, "widget-operator.v1.0.0", Phase::Succeeded).await;
+    }
+    let old = env.api.get::<Secret>("team-c", &copy).unwrap();
+    // team-c opts out after the install; its copy is detached, and its deletion is made to fail
+    // so that the copy is still there when the source rotates.
+    env.api.inject_failure(
+        fake_apiserver::Fault::new(500)
+            .verb(fake_apiserver::Verb::Delete)
+            .resource("secrets")
+            .name(copy.clone())
+            .times(usize::MAX),
+    );
+    let opt_out =
+        json!({"metadata": {"labels": {"opcat.dev/pull-secret-propagation": "disabled"}}});
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(env.client.clone())
+        .patch("team-c", &PatchParams::default(), &Patch::Merge(&opt_out))
+        .await
+        .unwrap();
+    env.wait_until("team-c detached", TIMEOUT, || {
+        sa_pull_secrets(&env, "team-c", "default").is_empty()
+    })
+    .await;
+    let requests_before = env.manager_requests();
+
+    rotate(&env, CREDS, "rotated-3").await;
+    let rotated = source_data(&env, CREDS);
+    for ns in ["team-a", "team-b"] {
+        env.wait_for::<Secret>(ns, &copy, TIMEOUT, |s| s.data.as_ref() == Some(&rotated))
+            .await;
+    }
+    // Both were written by the fast path, which writes a rotation's copies before the CSV
+    // reconciles run; team-c's was not among them, and no reconcile rotates it either.
+    let kept = env.api.get::<Secret>("team-c", &copy).unwrap();
+    assert_eq!(kept.data, old.data, "the opted-out copy keeps its data");
+    assert_eq!(kept.uid(), old.uid());
+    let delta = RequestDelta::since(&requests_before, &env.manager_requests());
+    assert_eq!(delta.secret_updates, 2, "{delta:?}");
+    assert!(rotated_events(&env, "team-c").is_empty());
+    env.stop_manager().await;
+}
+
+/// Manager requests on Secrets between two snapshots.
+#[derive(Debug)]
+struct RequestDelta {
+    secret_writes: u64,
+    secret_updates: u64,
+    secret_lists: u64,
+}
+
+impl RequestDelta {
+    fn since(
+        before: &fake_apiserver::RequestCounts,
+        after: &fake_apiserver::RequestCounts,
+    ) -> Self {
+        let update = fake_apiserver::Verb::Update;
+        let list = fake_apiserver::Verb::List;
+        Self {
+            secret_writes: after.writes_to("secrets") - before.writes_to("secrets"),
+            secret_updates: after.get(update, "secrets") - before.get(update, "secrets"),
+            secret_lists: after.get(list, "secrets") - before.get(list, "secrets"),
+        }
+    }
+}
+
+/// Notes of the `PullSecretRotated` events in `namespace`.
+fn rotated_events(env: &Env, namespace: &str) -> Vec<String> {
+    env.api
+        .list::<k8s_openapi::api::events::v1::Event>(Some(namespace))
+        .into_iter()
+        .filter(|event| event.reason.as_deref() == Some("PullSecretRotated"))
+        .filter_map(|event| event.note)
+        .collect()
 }
 
 /// DESIGN invariant 11: Secrets are listed and watched by name or by a label only opcat's own

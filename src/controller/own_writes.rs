@@ -53,9 +53,54 @@ impl OwnWrites {
     }
 }
 
+/// The versions this process wrote, by object UID, until their watch event (the echo) arrives:
+/// the echo of an in-place write need not trigger the reconciles the write was part of. At most
+/// one entry per object (its latest write); an entry goes when its echo or the object's
+/// deletion is seen.
+#[derive(Debug, Default)]
+pub struct Echoes {
+    written: Mutex<HashMap<String, String>>,
+}
+
+impl Echoes {
+    /// Records that this process wrote version `written` of object `uid`.
+    pub fn wrote(&self, uid: Option<&str>, written: Option<&str>) {
+        let (Some(uid), Some(written)) = (uid, written) else {
+            return;
+        };
+        if let Ok(mut echoes) = self.written.lock() {
+            echoes.insert(uid.to_owned(), written.to_owned());
+        }
+    }
+
+    /// Whether the event of `version` of object `uid` is the echo of a recorded write (which
+    /// it then forgets). Any other version is not, and keeps the record: it may be an event
+    /// from before the write.
+    pub fn is_echo(&self, uid: Option<&str>, version: Option<&str>) -> bool {
+        let (Some(uid), Some(version)) = (uid, version) else {
+            return false;
+        };
+        let Ok(mut echoes) = self.written.lock() else {
+            return false;
+        };
+        if echoes.get(uid).is_some_and(|written| written == version) {
+            echoes.remove(uid);
+            return true;
+        }
+        false
+    }
+
+    /// Forgets object `uid` (it was deleted).
+    pub fn forget(&self, uid: Option<&str>) {
+        if let (Some(uid), Ok(mut echoes)) = (uid, self.written.lock()) {
+            echoes.remove(uid);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::OwnWrites;
+    use super::{Echoes, OwnWrites};
 
     #[test]
     fn versions_a_write_superseded_are_stale_until_a_newer_one_is_seen() {
@@ -78,5 +123,21 @@ mod tests {
         let writes = OwnWrites::default();
         writes.wrote("a", Some("5"), Some("5"));
         assert!(!writes.is_stale(Some("a"), Some("5")));
+    }
+
+    #[test]
+    fn only_the_exact_version_written_is_an_echo_and_only_once() {
+        let echoes = Echoes::default();
+        echoes.wrote(Some("a"), Some("5"));
+        assert!(
+            !echoes.is_echo(Some("a"), Some("4")),
+            "an event from before"
+        );
+        assert!(!echoes.is_echo(Some("b"), Some("5")));
+        assert!(echoes.is_echo(Some("a"), Some("5")));
+        assert!(!echoes.is_echo(Some("a"), Some("5")), "forgotten once seen");
+        echoes.wrote(Some("a"), Some("6"));
+        echoes.forget(Some("a"));
+        assert!(!echoes.is_echo(Some("a"), Some("6")));
     }
 }

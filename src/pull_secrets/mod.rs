@@ -15,6 +15,8 @@
 //!   [`selector`].
 //! - [`plan`]: everything for one catalog in one namespace ([`plan_namespace`]); [`report`]
 //!   turns a plan into conditions and events.
+//! - [`rotation`]: the rotation fast path ([`plan_rotation`]): which existing copies of a
+//!   changed source take its new data in place at once.
 //! - [`preflight`]: per-image registry results → the `PullCredentialsReady` condition.
 //! - [`vocabulary`]: condition types and reasons, event reasons, metric names.
 
@@ -25,6 +27,7 @@ pub mod plan;
 pub mod pod_template;
 pub mod preflight;
 pub mod report;
+pub mod rotation;
 pub mod scope;
 pub mod selector;
 pub mod service_account;
@@ -46,6 +49,7 @@ pub use plan::{
 pub use pod_template::{inject, pod_service_account, remove};
 pub use preflight::{ImageCheck, ImageOutcome, credentials_condition};
 pub use report::{EventObject, PlanEvent};
+pub use rotation::{RotatingCatalog, RotationPlan, RotationWrite, Skip, Skipped, plan_rotation};
 pub use scope::{NotPropagated, propagation_allowed};
 pub use selector::{SelectorError, parse_selector};
 pub use service_account::{RestorePolicy, ServiceAccountEdit, attach, detach};

@@ -179,7 +179,7 @@ async fn run(
 
     // Pull secrets: owner updates of kept copies, then the ServiceAccount edits.
     if let Some(plan) = &plan {
-        copies::write_all(context, namespace, &plan.copy_writes).await?;
+        copies::write_all(context, &state.echoes, namespace, &plan.copy_writes).await?;
     }
     let mut written = Vec::new();
     for sa in &read_accounts {

@@ -16,6 +16,7 @@ use kube::{Client, ResourceExt};
 use crate::api::FIELD_MANAGER;
 use crate::controller::apply::{ApplyError, is_not_found};
 use crate::controller::context::Context;
+use crate::controller::own_writes::Echoes;
 use crate::pull_secrets::{CopyAction, CopyDeletion, CopyWrite};
 
 const KIND: &str = "Secret";
@@ -38,34 +39,46 @@ fn preconditioned(uid: Option<String>, resource_version: Option<String>) -> Dele
 }
 
 /// Performs the plan's copy writes in order, counting each in
-/// `opcat_pull_secret_copy_writes_total` once it succeeded.
+/// `opcat_pull_secret_copy_writes_total` once it succeeded. In-place updates are recorded in
+/// `echoes`: their watch events need not reconcile the namespace's CSVs again.
 pub async fn write_all(
     context: &Context,
+    echoes: &Echoes,
     namespace: &str,
     writes: &[CopyWrite],
 ) -> Result<(), ApplyError> {
     for one in writes {
-        write(&context.client, namespace, one).await?;
+        let written = write(&context.client, namespace, one).await?;
         context.metrics.copies_written(1);
+        if let (CopyAction::Update { .. }, Some(written)) = (&one.action, written) {
+            echoes.wrote(
+                written.uid().as_deref(),
+                written.resource_version().as_deref(),
+            );
+        }
     }
     Ok(())
 }
 
-/// Performs one copy write.
-pub async fn write(client: &Client, namespace: &str, write: &CopyWrite) -> Result<(), ApplyError> {
+/// Performs one copy write; returns the Secret as written (none for a plan entry that writes
+/// nothing).
+pub async fn write(
+    client: &Client,
+    namespace: &str,
+    write: &CopyWrite,
+) -> Result<Option<Secret>, ApplyError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let object = |secret: &Secret| format!("{namespace}/{}", secret.name_any());
     match &write.action {
-        CopyAction::Create(secret) => {
-            api.create(&post_params(), secret)
-                .await
-                .map_err(|source| ApplyError::new("create", KIND, object(secret), source))?;
-        }
-        CopyAction::Update { secret, .. } => {
-            api.replace(&secret.name_any(), &post_params(), secret)
-                .await
-                .map_err(|source| ApplyError::new("update", KIND, object(secret), source))?;
-        }
+        CopyAction::Create(secret) => api
+            .create(&post_params(), secret)
+            .await
+            .map(Some)
+            .map_err(|source| ApplyError::new("create", KIND, object(secret), source)),
+        CopyAction::Update { secret, .. } => replace(&api, secret)
+            .await
+            .map(Some)
+            .map_err(|source| ApplyError::new("update", KIND, object(secret), source)),
         CopyAction::Recreate {
             uid,
             resource_version,
@@ -81,12 +94,18 @@ pub async fn write(client: &Client, namespace: &str, write: &CopyWrite) -> Resul
             }
             api.create(&post_params(), secret)
                 .await
-                .map_err(|source| ApplyError::new("recreate", KIND, object(secret), source))?;
+                .map(Some)
+                .map_err(|source| ApplyError::new("recreate", KIND, object(secret), source))
         }
         // The plan never lists these as writes.
-        CopyAction::Conflict(_) | CopyAction::InSync => {}
+        CopyAction::Conflict(_) | CopyAction::InSync => Ok(None),
     }
-    Ok(())
+}
+
+/// Replaces `secret` in place, under its `resourceVersion` (a 409 when it changed since read).
+pub async fn replace(api: &Api<Secret>, secret: &Secret) -> Result<Secret, kube::Error> {
+    api.replace(&secret.name_any(), &post_params(), secret)
+        .await
 }
 
 /// Deletes one copy, if it is still the object the plan read.

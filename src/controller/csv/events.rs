@@ -19,7 +19,7 @@ use crate::pull_secrets::vocabulary::{
 use crate::pull_secrets::{CopyAction, EventObject, NamespacePlan, PlanEvent};
 
 /// A reference to a namespaced core object.
-fn core_reference(kind: &str, namespace: &str, name: &str) -> ObjectReference {
+pub(super) fn core_reference(kind: &str, namespace: &str, name: &str) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".to_owned()),
         kind: Some(kind.to_owned()),

@@ -22,6 +22,7 @@ mod copies;
 mod csv_writes;
 mod error;
 mod events;
+mod fast_path;
 mod install;
 mod objects;
 mod observe;
@@ -49,6 +50,7 @@ pub use report::{decode as decode_report, encode as encode_report};
 use super::backoff::ReconcileFailure;
 use super::context::Context;
 use super::manager::Shutdown;
+use super::own_writes::Echoes;
 use super::stores::Reflectors;
 use super::wiring::{self, backoff_key_of};
 use crate::api::ClusterServiceVersion;
@@ -63,12 +65,15 @@ pub struct Csvs {
     bundles: bundle::BundleCache,
     preflight: preflight::PreflightCache,
     restore_policy: RestorePolicy,
+    /// Copies this process updated in place, until their watch events arrive.
+    echoes: Arc<Echoes>,
 }
 
 impl Csvs {
-    fn new(context: Arc<Context>) -> Self {
+    fn new(context: Arc<Context>, echoes: Arc<Echoes>) -> Self {
         Self {
             context,
+            echoes,
             bundles: bundle::BundleCache::default(),
             preflight: preflight::PreflightCache::default(),
             restore_policy: RestorePolicy::default(),
@@ -95,13 +100,24 @@ pub fn controller(
         triggers::subscription_fingerprint,
         triggers::subscription,
     );
+    // Source changes reach the CSVs through the rotation fast path, which first updates the
+    // copies that only need the new data.
+    let echoes = Arc::new(Echoes::default());
+    let (handled, handled_sources) = futures::channel::mpsc::unbounded();
+    let fast_path = fast_path::run(
+        context.clone(),
+        echoes.clone(),
+        context.source_secrets.subscribe(),
+        handled,
+    );
     let source_changes = {
         let csvs = csvs.clone();
         let catalog_sources = stores.catalog_sources.clone();
-        context.source_secrets.subscribe().flat_map(move |key| {
+        handled_sources.flat_map(move |key| {
             futures::stream::iter(triggers::source_secret(&csvs, &catalog_sources, &key))
         })
     };
+    let (copy_echoes, deleted_echoes) = (echoes.clone(), echoes.clone());
     let (for_groups, for_copies, for_namespaces) = (csvs.clone(), csvs.clone(), csvs.clone());
     let (for_deleted_groups, for_deleted_copies, for_deleted_catalogs) =
         (csvs.clone(), csvs.clone(), csvs.clone());
@@ -120,6 +136,10 @@ pub fn controller(
             catalogs.map(&catalog)
         })
         .watches_shared_stream(reflectors.copies.subscribe(), move |copy| {
+            // The echo of an in-place update opcat wrote: the namespace is as that write left it.
+            if copy_echoes.is_echo(copy.uid().as_deref(), copy.resource_version().as_deref()) {
+                return Vec::new();
+            }
             triggers::copy(&for_copies, &copy)
         })
         .watches_shared_stream(reflectors.namespaces.subscribe(), move |namespace| {
@@ -137,6 +157,7 @@ pub fn controller(
             move |group| triggers::operator_group(&for_deleted_groups, &group),
         )
         .watches_shared_stream(reflectors.copies.subscribe_deleted(), move |copy| {
+            deleted_echoes.forget(copy.uid().as_deref());
             triggers::copy(&for_deleted_copies, &copy)
         })
         .watches_shared_stream(
@@ -150,22 +171,23 @@ pub fn controller(
             },
         )
         .reconcile_on(source_changes);
-    // Rotation timing for the metrics, beside the controller (it stops with it).
+    // Rotation timing for the metrics and the fast path, beside the controller (they stop with
+    // it).
     let rotations = rotations::track(
         context.clone(),
         context.source_secrets.subscribe(),
         reflectors.copies.subscribe(),
         reflectors.copies.subscribe_deleted(),
     );
-    let state = Arc::new(Csvs::new(context.clone()));
+    let state = Arc::new(Csvs::new(context.clone(), echoes));
     let run = wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
         .for_each(|_| std::future::ready(()));
     async move {
         let mut run = std::pin::pin!(run);
         tokio::select! {
             () = &mut run => {}
-            // Its streams only end when the watches do; the controller still finishes.
-            () = rotations => run.await,
+            // Their streams only end when the watches do; the controller still finishes.
+            _ = futures::future::join(rotations, fast_path) => run.await,
         }
     }
     .boxed()

@@ -1,0 +1,226 @@
+//! The rotation fast path (touches the client: one `PUT` per copy, events): when a source pull
+//! secret changes, its existing copies take the new data in place at once, without the full
+//! reconcile of every CSV of its catalogs (about 19 requests each, 13 of them LISTs). The
+//! decisions are `pull_secrets::plan_rotation`'s (the same planner as the CSV reconcile, data-only
+//! updates only); this module reads the stores, writes, and tells users.
+//!
+//! It sits between the source notifications and the CSV controller: each changed source is
+//! handled here first, then passed on, so the CSV reconciles it triggers (which still run, and
+//! own everything the fast path leaves: recreates, labels, owners, missing copies, withdrawals)
+//! find the copies updated instead of racing the fast path into conflicts. It runs beside the
+//! CSV controller, so only a leader's manager writes, and it stops with it.
+//!
+//! A write is a replace under the `resourceVersion` read from the copy store: a copy that
+//! changed meanwhile gets a 409 and is left to the CSV reconcile. Copies are read from the
+//! label-selected store, never listed (DESIGN invariant 11); events name objects, never data
+//! (invariant 8).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::channel::mpsc::UnboundedSender;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+
+use super::copies;
+use super::events::{core_reference, reference};
+use crate::api::CatalogSource;
+use crate::controller::apply::api_error_kind;
+use crate::controller::context::Context;
+use crate::controller::own_writes::Echoes;
+use crate::controller::source_secrets::{SecretKey, SourceState};
+use crate::pull_secrets::vocabulary::EVENT_PULL_SECRET_ROTATED;
+use crate::pull_secrets::{CatalogRef, RotatingCatalog, RotationWrite, plan_rotation};
+
+const ACTION: &str = "PropagatePullSecrets";
+
+/// Handles every source change from `sources`, then sends its key to `handled` (the CSV
+/// controller's trigger). Runs until `sources` ends, the watches stop, or nobody listens on
+/// `handled`. Changes wait until every store has listed: an unlisted copy store looks empty,
+/// and a namespace store without labels would ignore opt-outs.
+pub async fn run(
+    context: Arc<Context>,
+    echoes: Arc<Echoes>,
+    sources: impl Stream<Item = SecretKey> + Send,
+    handled: UnboundedSender<SecretKey>,
+) {
+    if context.stores.wait_until_ready().await.is_err() {
+        return;
+    }
+    let mut sources = std::pin::pin!(sources);
+    while let Some(key) = sources.next().await {
+        rotate(&context, &echoes, &key).await;
+        if handled.unbounded_send(key).is_err() {
+            return;
+        }
+    }
+}
+
+/// Updates the copies of source `key` whose only difference is the data.
+async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
+    let SourceState::Present(source) = context.source_secrets.get(&key.0, &key.1) else {
+        return;
+    };
+    let catalog_sources = listing_catalogs(context, key);
+    if catalog_sources.is_empty() {
+        return;
+    }
+    let refs: Vec<CatalogRef> = catalog_sources
+        .iter()
+        .map(|catalog| CatalogRef {
+            namespace: key.0.clone(),
+            name: catalog.name_any(),
+        })
+        .collect();
+    let catalogs: Vec<RotatingCatalog<'_>> = refs
+        .iter()
+        .zip(&catalog_sources)
+        .map(|(catalog, source)| RotatingCatalog {
+            catalog,
+            annotations: source.metadata.annotations.as_ref(),
+        })
+        .collect();
+    let copies = context.stores.copies.state();
+    let namespaces: BTreeMap<String, Option<BTreeMap<String, String>>> = copies
+        .iter()
+        .filter_map(|copy| copy.namespace())
+        .map(|namespace| {
+            let labels = context
+                .stores
+                .namespaces
+                .get(&ObjectRef::new(&namespace))
+                .and_then(|ns| ns.metadata.labels.clone());
+            (namespace, labels)
+        })
+        .collect();
+    let plan = match plan_rotation(
+        &source,
+        &catalogs,
+        copies.iter().map(AsRef::as_ref),
+        |namespace| namespaces.get(namespace).and_then(Option::as_ref),
+    ) {
+        Ok(plan) => plan,
+        // Not a pull secret (any more): the CSV reconcile reports it; copies keep their data.
+        Err(error) => {
+            tracing::debug!(namespace = %key.0, secret = %key.1, error = %error, "source unusable; no fast rotation");
+            return;
+        }
+    };
+    for skipped in &plan.skipped {
+        tracing::debug!(
+            namespace = %skipped.namespace,
+            copy = %skipped.name,
+            why = ?skipped.why,
+            "copy left to the CSV reconcile"
+        );
+    }
+    if plan.writes.is_empty() {
+        return;
+    }
+    let planned = plan.writes.len();
+    let concurrency = usize::from(context.settings.concurrency.max(1));
+    let written: Vec<CatalogRef> = futures::stream::iter(plan.writes)
+        .map(|write| write_one(context, echoes, key, write))
+        .buffer_unordered(concurrency)
+        .filter_map(std::future::ready)
+        .collect()
+        .await;
+    tracing::info!(
+        namespace = %key.0,
+        secret = %key.1,
+        written = written.len(),
+        left = planned - written.len(),
+        skipped = plan.skipped.len(),
+        "pull secret rotated; copies updated in place"
+    );
+    for catalog_source in &catalog_sources {
+        let count = written
+            .iter()
+            .filter(|catalog| catalog.name == catalog_source.name_any())
+            .count();
+        if count > 0 {
+            let note = format!(
+                "updated the data of {count} pull-secret copies of secret {}/{} in place",
+                key.0, key.1
+            );
+            context
+                .event(
+                    &reference(catalog_source.as_ref()),
+                    EventType::Normal,
+                    EVENT_PULL_SECRET_ROTATED,
+                    ACTION,
+                    Some(note),
+                )
+                .await;
+        }
+    }
+}
+
+/// The CatalogSources in the source's namespace that list it and are not being deleted.
+fn listing_catalogs(context: &Context, key: &SecretKey) -> Vec<Arc<CatalogSource>> {
+    let mut catalogs: Vec<Arc<CatalogSource>> = context
+        .stores
+        .catalog_sources
+        .state()
+        .into_iter()
+        .filter(|catalog| {
+            catalog.namespace().as_deref() == Some(key.0.as_str())
+                && catalog.metadata.deletion_timestamp.is_none()
+                && catalog.spec.secret_names().any(|name| name == key.1)
+        })
+        .collect();
+    catalogs.sort_by_key(|catalog| catalog.name_any());
+    catalogs
+}
+
+/// Replaces one copy, then records the echo, counts the write and tells users. Returns its
+/// catalog when written; a failure (a 409 above all) is left to the CSV reconcile.
+async fn write_one(
+    context: &Context,
+    echoes: &Echoes,
+    key: &SecretKey,
+    write: RotationWrite,
+) -> Option<CatalogRef> {
+    let api: Api<Secret> = Api::namespaced(context.client.clone(), &write.namespace);
+    match copies::replace(&api, &write.secret).await {
+        Ok(written) => {
+            echoes.wrote(
+                written.uid().as_deref(),
+                written.resource_version().as_deref(),
+            );
+            context.metrics.copies_written(1);
+            let note = format!(
+                "updated the data of pull-secret copy {}/{} of secret {}/{} from catalog source {}",
+                write.namespace, write.name, key.0, key.1, write.catalog
+            );
+            context
+                .event(
+                    &core_reference("Secret", &write.namespace, &write.name),
+                    EventType::Normal,
+                    EVENT_PULL_SECRET_ROTATED,
+                    ACTION,
+                    Some(note),
+                )
+                .await;
+            Some(write.catalog)
+        }
+        Err(error) => {
+            let kind = api_error_kind(&error);
+            if kind == "conflict" {
+                tracing::debug!(namespace = %write.namespace, copy = %write.name, "copy changed meanwhile; left to the CSV reconcile");
+            } else {
+                tracing::warn!(
+                    namespace = %write.namespace,
+                    copy = %write.name,
+                    error = %crate::cli::error_chain(&error),
+                    "cannot update pull-secret copy; left to the CSV reconcile"
+                );
+            }
+            None
+        }
+    }
+}
