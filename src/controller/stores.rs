@@ -309,14 +309,14 @@ fn drive_watch<K>(
     shared: Shared<K>,
 ) -> Driver
 where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Trim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
     let deleted = shared.deleted;
     let listed = shared.listed;
     Box::pin(
         watcher(api, config)
             .default_backoff()
-            .modify(forget_managed_fields)
+            .modify(Trim::trim)
             .reflect_shared(shared.writer)
             .for_each(move |event| {
                 match event {
@@ -336,14 +336,37 @@ where
     )
 }
 
-/// Drops `metadata.managedFields` before an object is stored: the server's record of which
-/// manager owns which field, which no reconciler reads from a store and which is often larger
-/// than the object itself (scripts/bench-scale.sh, 1,000 installs: controller peak RSS 277 MB
-/// with them, 175 MB without).
-/// Writes never send it back: server-side apply bodies drop it, and an update without it keeps
-/// the server's record.
-fn forget_managed_fields<K: Resource>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
+/// What a shared watch drops from an object before storing it: what no reader of the store
+/// needs. The stores are opcat's largest memory (one object per install and kind; at 1,000
+/// installs they decide the controller's peak RSS, scripts/bench-scale.sh).
+trait Trim: Resource {
+    /// Drops `metadata.managedFields`: the server's record of which manager owns which field,
+    /// which no reconciler reads from a store and which is often larger than the object itself
+    /// (1,000 installs: peak RSS 277 MB with them, 175 MB without). Writes never send it back:
+    /// server-side apply bodies drop it, and an update without it keeps the server's record.
+    fn trim(&mut self) {
+        self.meta_mut().managed_fields = None;
+    }
+}
+
+impl Trim for CatalogSource {}
+impl Trim for Subscription {}
+impl Trim for ClusterServiceVersion {}
+impl Trim for InstallPlan {}
+impl Trim for OperatorGroup {}
+impl Trim for Secret {}
+impl Trim for PartialObjectMeta<Namespace> {}
+
+impl Trim for Deployment {
+    /// Also drops the pod template: the store serves the CSV's health (metadata, `replicas`,
+    /// status) and the event mappers (metadata); the drift check compares templates from a
+    /// label-selected list, never from here.
+    fn trim(&mut self) {
+        self.metadata.managed_fields = None;
+        if let Some(spec) = &mut self.spec {
+            spec.template = Default::default();
+        }
+    }
 }
 
 fn log_watch_error(resource: &'static str, error: Option<watcher::Error>) {
@@ -410,6 +433,72 @@ mod tests {
         .expect("the copy reaches the store");
         assert_eq!(stored.metadata.managed_fields, None);
         assert_eq!(stored.metadata.labels, copy.metadata.labels);
+        for driver in drivers {
+            driver.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn stored_deployments_keep_what_health_needs_but_not_the_pod_template() {
+        use k8s_openapi::api::apps::v1::DeploymentSpec;
+        use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+
+        let server = FakeApiServer::new();
+        let client = server.client();
+        let labels: std::collections::BTreeMap<String, String> =
+            [(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned())].into();
+        let deployment = Deployment {
+            metadata: ObjectMeta {
+                name: Some("operator".into()),
+                namespace: Some("default".into()),
+                labels: Some(labels.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(DeploymentSpec {
+                replicas: Some(2),
+                selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                    match_labels: Some([("app".to_owned(), "operator".to_owned())].into()),
+                    ..Default::default()
+                },
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta {
+                        labels: Some([("app".to_owned(), "operator".to_owned())].into()),
+                        ..ObjectMeta::default()
+                    }),
+                    spec: Some(PodSpec {
+                        containers: vec![Container {
+                            name: "manager".into(),
+                            image: Some("registry.example.com/operator:v1".into()),
+                            ..Container::default()
+                        }],
+                        ..PodSpec::default()
+                    }),
+                    ..PodTemplateSpec::default()
+                },
+                ..DeploymentSpec::default()
+            }),
+            ..Deployment::default()
+        };
+        server.seed(&deployment).unwrap();
+
+        let reflectors = Reflectors::new(client, Scope::Cluster);
+        let stores = reflectors.stores();
+        let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
+        let key = ObjectRef::new("operator").within("default");
+        let stored = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Some(stored) = stores.deployments.get(&key) {
+                    return stored;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the Deployment reaches the store");
+        let spec = stored.spec.as_ref().unwrap();
+        assert_eq!(spec.replicas, Some(2));
+        assert_eq!(spec.template, PodTemplateSpec::default());
+        assert_eq!(stored.metadata.labels.as_ref(), Some(&labels));
         for driver in drivers {
             driver.abort();
         }
