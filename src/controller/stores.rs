@@ -473,7 +473,6 @@ mod tests {
                         }],
                         ..PodSpec::default()
                     }),
-                    ..PodTemplateSpec::default()
                 },
                 ..DeploymentSpec::default()
             }),
