@@ -1,16 +1,17 @@
 //! What every reconciler shares: the client, the registry, the loaded catalogs, the watch stores,
-//! the clock, settings, the event recorder and failure counters.
+//! the clock, settings, the event publisher and failure counters.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 
 use super::backoff::Backoffs;
 use super::catalogs::CatalogIndex;
 use super::clock::Clock;
+use super::events::{self, EventPublisher, EventSpec};
 use super::resources::Resources;
 use super::source_secrets::SourceSecrets;
 use super::stores::{Scope, Stores};
@@ -65,7 +66,7 @@ pub struct Context {
     pub source_secrets: SourceSecrets,
     pub clock: Arc<dyn Clock>,
     pub settings: Settings,
-    pub recorder: Recorder,
+    pub events: EventPublisher,
     pub backoffs: Backoffs,
     /// The process's metrics (shared by every leadership term).
     pub metrics: Arc<Metrics>,
@@ -79,12 +80,12 @@ impl Context {
         clock: Arc<dyn Clock>,
         settings: Settings,
     ) -> Self {
-        let reporter = Reporter {
-            controller: REPORTER.to_owned(),
-            instance: settings.instance.clone(),
-        };
+        let instance = settings
+            .instance
+            .clone()
+            .unwrap_or_else(|| REPORTER.to_owned());
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: EventPublisher::new(client.clone(), REPORTER.to_owned(), instance),
             resources: Resources::new(client.clone()),
             client,
             registry,
@@ -114,14 +115,17 @@ impl Context {
         action: &str,
         note: Option<String>,
     ) {
-        let event = Event {
-            type_,
-            reason: reason.to_owned(),
+        let event = EventSpec {
+            regarding,
+            type_: match type_ {
+                EventType::Normal => events::EventType::Normal,
+                EventType::Warning => events::EventType::Warning,
+            },
+            reason,
+            action,
             note: note.map(|note| truncate(note, 1024)),
-            action: action.to_owned(),
-            secondary: None,
         };
-        if let Err(error) = self.recorder.publish(&event, regarding).await {
+        if let Err(error) = self.events.publish(&event).await {
             tracing::warn!(
                 reason,
                 object = regarding.name.as_deref().unwrap_or_default(),

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod context;
 pub mod csv;
 pub mod drift;
+pub mod events;
 pub mod install_plan;
 pub mod keys;
 pub mod leader;
