@@ -17,5 +17,4 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 export OPCAT_SHARED_DATA=${OPCAT_SHARED_DATA:-$(cd .. && pwd)/shared/data}
-cargo build --release --locked --bin opcat
-OPCAT_BIN=$PWD/target/release/opcat cargo bench --locked --bench registry_pull
+cargo bench --locked --bench registry_pull

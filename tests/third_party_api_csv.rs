@@ -6,29 +6,12 @@
 
 mod api_support;
 
-use std::path::PathBuf;
-
 use api_support::{files_under, round_trip_losses, yaml_document};
 use opcat::api::ClusterServiceVersion;
 
-/// The shared third-party data: `$OPCAT_SHARED_DATA`, else `<repo>/../shared/data`.
-fn opcat_test_data_dir() -> PathBuf {
-    let dir = std::env::var_os("OPCAT_SHARED_DATA").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
-        PathBuf::from,
-    );
-    assert!(
-        dir.join("bundles").is_dir(),
-        "third-party test data not found at {} (set OPCAT_SHARED_DATA to the shared data \
-         directory)",
-        dir.display()
-    );
-    dir
-}
-
 #[test]
 fn third_party_csvs_round_trip_losslessly() {
-    let csvs = files_under(&opcat_test_data_dir().join("bundles"), &|name| {
+    let csvs = files_under(&test_registry::shared_data_dir().join("bundles"), &|name| {
         name.contains("clusterserviceversion")
             && (name.ends_with(".yaml") || name.ends_with(".yml"))
     });

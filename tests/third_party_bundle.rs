@@ -10,12 +10,13 @@ mod bundle_support;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use bundle_support::{Install, opcat_test_data_dir, targets, yaml};
+use bundle_support::{Install, targets, yaml};
 use opcat::api::cluster_service_version::InstallModeType;
 use opcat::api::subscription::SubscriptionConfig;
 use opcat::bundle::ownership::{CSV_LABEL, CSV_NAMESPACE_LABEL, MANAGED_BY_LABEL};
 use opcat::bundle::{Bundle, ManifestProblem, TargetNamespaces, validate_for_install};
 use serde_json::Value;
+use test_registry::shared_data_dir;
 
 /// What loading and validating a bundle must give.
 #[derive(Debug)]
@@ -113,7 +114,7 @@ fn supported_targets(bundle: &Bundle) -> TargetNamespaces {
 
 #[test]
 fn third_party_bundles_load_or_are_refused_for_the_documented_reason() {
-    let root = opcat_test_data_dir().join("bundles");
+    let root = shared_data_dir().join("bundles");
     let expectations: Vec<(String, &Expect)> = BUNDLES
         .iter()
         .map(|(dir, expect)| ((*dir).to_owned(), expect))
@@ -173,7 +174,7 @@ fn third_party_invalid_manifests_are_refused_like_operator_registry_does() {
     // operator-registry's validate_test.go expects "ResourceQuota is not supported type for
     // registryV1 bundle" and "cannot unmarshal number into ... metadata.namespace" for these
     // flat manifest directories.
-    let dir = opcat_test_data_dir().join(
+    let dir = shared_data_dir().join(
         "bundles/operator-registry/pkg/lib/bundle/testdata/validate/invalid_manifests_bundle",
     );
     let error = Bundle::load_layout(&dir.join("invalid_type"), "", "metadata").unwrap_err();
@@ -197,7 +198,7 @@ fn third_party_invalid_manifests_are_refused_like_operator_registry_does() {
 fn argocd_bundle() -> &'static Bundle {
     static BUNDLE: OnceLock<Bundle> = OnceLock::new();
     BUNDLE.get_or_init(|| {
-        let dir = opcat_test_data_dir().join(
+        let dir = shared_data_dir().join(
             "bundles/operator-controller/test/regression/convert/testdata/bundles/argocd-operator.v0.6.0",
         );
         Bundle::load(&dir).unwrap()
@@ -205,7 +206,7 @@ fn argocd_bundle() -> &'static Bundle {
 }
 
 fn expected_deployment(case: &str) -> Value {
-    let dir: PathBuf = opcat_test_data_dir().join(
+    let dir: PathBuf = shared_data_dir().join(
         "expected/operator-controller/test/regression/convert/testdata/expected-manifests/argocd-operator.v0.6.0",
     ).join(case);
     let file = std::fs::read_dir(&dir)

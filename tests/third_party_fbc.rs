@@ -5,29 +5,14 @@
 // A test crate: a panic in a helper is a test failure.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use opcat::fbc::{Catalog, list};
 use opcat::resolve::{Resolution, ResolveRequest, resolve};
 
-/// The shared third-party data directory: `OPCAT_SHARED_DATA`, else `<repo>/../shared/data`.
-/// Fails (never skips) when it is missing.
-fn opcat_test_data_dir() -> PathBuf {
-    let dir = std::env::var_os("OPCAT_SHARED_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
-        PathBuf::from,
-    );
-    assert!(
-        dir.join("fbc").is_dir(),
-        "third-party test data not found at {} (set OPCAT_SHARED_DATA to the shared data directory)",
-        dir.display()
-    );
-    dir
-}
-
 fn fbc_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    let mut stack = vec![opcat_test_data_dir().join("fbc")];
+    let mut stack = vec![test_registry::shared_data_dir().join("fbc")];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).expect("read data dir") {
             let path = entry.expect("dir entry").path();
@@ -83,7 +68,7 @@ fn third_party_fast_yaml_path_equals_full_parser() {
 }
 
 fn fbc_root(relative: &str) -> PathBuf {
-    opcat_test_data_dir().join("fbc").join(relative)
+    test_registry::shared_data_dir().join("fbc").join(relative)
 }
 
 fn load_catalog(relative: &str) -> Catalog {
@@ -149,7 +134,7 @@ fn third_party_list_output_is_byte_identical_to_opm() {
     let catalog = load_catalog(LIST_INDEX);
     let expected = |name: &str| {
         std::fs::read_to_string(
-            opcat_test_data_dir()
+            test_registry::shared_data_dir()
                 .join("expected/operator-registry")
                 .join(name),
         )

@@ -14,21 +14,8 @@ use opcat::registry::push::{build_bundle_image, build_catalog_image};
 use registry_support::*;
 use test_registry::Distribution;
 
-/// `$OPCAT_SHARED_DATA`, else `<repo>/../shared/data`; fails (never skips) when missing.
-fn opcat_test_data_dir() -> PathBuf {
-    let dir = std::env::var_os("OPCAT_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    assert!(
-        dir.join("README.md").is_file(),
-        "third-party test data not found at {} (set OPCAT_SHARED_DATA)",
-        dir.display()
-    );
-    dir
-}
-
 fn bundle_dirs() -> Vec<PathBuf> {
-    let data = opcat_test_data_dir();
+    let data = test_registry::shared_data_dir();
     let mut dirs = vec![data.join(
         "bundles/operator-controller/test/regression/convert/testdata/bundles/argocd-operator.v0.6.0",
     )];
@@ -75,8 +62,8 @@ async fn third_party_bundles_and_catalog_round_trip_through_the_registry() {
             );
         }
     }
-    let catalog =
-        opcat_test_data_dir().join("fbc/small/cluster-kube-descheduler-operator/v4.12/catalog");
+    let catalog = test_registry::shared_data_dir()
+        .join("fbc/small/cluster-kube-descheduler-operator/v4.12/catalog");
     let image: ImageRef = dist.image("catalogs/descheduler:v4.12").parse().unwrap();
     let built = build_catalog_image(&catalog).unwrap();
     registry.push(&image, &built, &keyring).await.unwrap();

@@ -280,13 +280,7 @@ impl Metrics {
 
     /// Runs one reconcile and records it: duration, outcome (errors by `kind()`), and the
     /// in-flight count (decremented even when the reconcile is abandoned, i.e. dropped).
-    ///
-    /// ```ignore
-    /// async fn reconcile(object: Arc<CatalogSource>, context: Arc<Context>) -> Result<Action, Error> {
-    ///     let metrics = context.metrics.clone();
-    ///     metrics.instrument(controllers::CATALOG_SOURCE, reconcile_inner(object, context)).await
-    /// }
-    /// ```
+    /// `controller::wiring` wraps every controller's reconcile in it.
     pub async fn instrument<E, F>(
         &self,
         controller: &'static str,

@@ -204,20 +204,6 @@ pub fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> T {
     serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("test YAML does not parse: {e}"))
 }
 
-/// The shared third-party data: `$OPCAT_SHARED_DATA`, else `<repo>/../shared/data`. Fails (never
-/// skips) when it is missing.
-pub fn opcat_test_data_dir() -> PathBuf {
-    let dir = std::env::var_os("OPCAT_SHARED_DATA")
-        .map_or_else(|| repo_root().join("../shared/data"), PathBuf::from);
-    assert!(
-        dir.join("bundles").is_dir() && dir.join("expected").is_dir(),
-        "third-party test data not found at {} (set OPCAT_SHARED_DATA to the shared data \
-         directory)",
-        dir.display()
-    );
-    dir
-}
-
 /// A bundle in a temporary directory: the `minimal` fixture's CSV as `manifests/csv.yaml`, then
 /// `files` (paths relative to the bundle root; a file named like the CSV replaces it).
 pub fn temp_bundle(files: &[(&str, &str)]) -> tempfile::TempDir {

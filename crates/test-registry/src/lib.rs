@@ -8,12 +8,14 @@
 //! - [`FakeRegistry`]: an in-process plain-HTTP registry that serves whatever bytes a test gives
 //!   it, to lie about digests or misbehave in ways the real registry will not.
 //! - [`tools`]: `umoci` and `skopeo` helpers.
+//! - [`shared_data_dir`]: where the shared third-party test data is.
 //!
 //! Every helper panics with a clear message when something it needs is missing: tests fail, they
 //! never skip. `scripts/install-test-deps.sh` installs the tools.
 
 mod distribution;
 mod fake;
+mod shared_data;
 mod tls;
 mod token;
 pub mod tools;
@@ -24,6 +26,7 @@ use std::process::Command;
 
 pub use distribution::{Auth, Distribution, User};
 pub use fake::{FakeRegistry, Reply};
+pub use shared_data::shared_data_dir;
 pub use tls::TestCa;
 pub use token::TokenIssuer;
 
