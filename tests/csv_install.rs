@@ -101,11 +101,7 @@ async fn own_namespace_install_goes_from_pending_through_installing_to_succeeded
         .build();
     logs();
     let mut env = Env::with_api(api).await;
-    namespaces(&env, &[NS]).await;
-    catalog_with_secrets(&env, &[SECRET]).await;
-    operator_group(&env, NS, "ops-group", &[NS]).await;
-    subscription(&env, NS, PACKAGE, Some(config())).await;
-    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    let csv = subscribed_own_namespace_install(&env).await;
     let name = csv.name_any();
     env.start_manager();
 
@@ -339,11 +335,7 @@ async fn operator_group_problems_fail_with_olm_reasons_until_fixed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_converged_install_makes_no_writes_even_across_a_restart() {
     let mut env = Env::new().await;
-    namespaces(&env, &[NS]).await;
-    catalog_with_secrets(&env, &[SECRET]).await;
-    operator_group(&env, NS, "ops-group", &[NS]).await;
-    subscription(&env, NS, PACKAGE, Some(config())).await;
-    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    let csv = subscribed_own_namespace_install(&env).await;
     let settings = Settings {
         resync: Duration::from_millis(500),
         ..Env::settings()
@@ -462,11 +454,7 @@ async fn conflicts_and_server_errors_in_the_middle_of_an_install_converge() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_subscription_config_updates_the_deployments_and_drops_what_it_no_longer_sets() {
     let mut env = Env::new().await;
-    namespaces(&env, &[NS]).await;
-    catalog_with_secrets(&env, &[SECRET]).await;
-    operator_group(&env, NS, "ops-group", &[NS]).await;
-    subscription(&env, NS, PACKAGE, Some(config())).await;
-    let csv = install(&env, NS, PACKAGE, "1.0.0").await;
+    let csv = subscribed_own_namespace_install(&env).await;
     env.start_manager();
     wait_phase(&env, NS, &csv.name_any(), Phase::Succeeded).await;
     let has_log_level = |env: &Env| {
@@ -502,4 +490,15 @@ async fn a_changed_subscription_config_updates_the_deployments_and_drops_what_it
     env.wait_until("LOG_LEVEL removed", TIMEOUT, || !has_log_level(&env))
         .await;
     env.stop_manager().await;
+}
+
+/// The catalog with its secret, an own-namespace OperatorGroup, a Subscription with
+/// [`config`], and the v1.0.0 CSV of [`PACKAGE`] in [`NS`], as the Subscription pipeline would
+/// leave it; the manager is not started.
+async fn subscribed_own_namespace_install(env: &Env) -> ClusterServiceVersion {
+    namespaces(env, &[NS]).await;
+    catalog_with_secrets(env, &[SECRET]).await;
+    operator_group(env, NS, "ops-group", &[NS]).await;
+    subscription(env, NS, PACKAGE, Some(config())).await;
+    install(env, NS, PACKAGE, "1.0.0").await
 }

@@ -21,16 +21,7 @@ const CREDS: &str = "registry-creds";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_shared_by_two_csvs_outlives_the_first_uninstall_and_the_last_leaves_nothing() {
-    // No garbage collector: opcat itself removes what it added.
-    let mut env = env_without_gc().await;
-    catalog_with_secrets(&env, &[CREDS]).await;
-    namespaces(&env, &[NS]).await;
-    operator_group(&env, NS, "group", &[NS]).await;
-    let widget = install(&env, NS, "widget-operator", "1.0.0").await;
-    let gadget = install(&env, NS, "gadget-operator", "0.1.0").await;
-    env.start_manager();
-    wait_phase(&env, NS, &widget.name_any(), Phase::Succeeded).await;
-    wait_phase(&env, NS, &gadget.name_any(), Phase::Succeeded).await;
+    let (mut env, widget, gadget) = two_operators_sharing_a_copy().await;
     let copy = copy_name(CREDS);
     let owners = |env: &Env| -> BTreeSet<String> {
         env.api
@@ -217,16 +208,7 @@ async fn the_preflight_reports_each_image_with_the_propagated_credentials() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uninstalls_after_the_catalog_source_is_gone_still_remove_exactly_what_opcat_added() {
-    // No garbage collector: opcat itself removes what it added.
-    let mut env = env_without_gc().await;
-    catalog_with_secrets(&env, &[CREDS]).await;
-    namespaces(&env, &[NS]).await;
-    operator_group(&env, NS, "group", &[NS]).await;
-    let widget = install(&env, NS, "widget-operator", "1.0.0").await;
-    let gadget = install(&env, NS, "gadget-operator", "0.1.0").await;
-    env.start_manager();
-    wait_phase(&env, NS, &widget.name_any(), Phase::Succeeded).await;
-    wait_phase(&env, NS, &gadget.name_any(), Phase::Succeeded).await;
+    let (mut env, widget, gadget) = two_operators_sharing_a_copy().await;
     let copy = copy_name(CREDS);
     env.wait_until("gadget attached", TIMEOUT, || {
         sa_pull_secrets(&env, NS, "gadget-operator") == std::slice::from_ref(&copy)
@@ -259,4 +241,20 @@ async fn uninstalls_after_the_catalog_source_is_gone_still_remove_exactly_what_o
         ])
     );
     env.stop_manager().await;
+}
+
+/// widget-operator and gadget-operator installed in [`NS`] from one catalog, so they share the
+/// copy of [`CREDS`], both `Succeeded` under a running manager. No garbage collector: opcat
+/// itself must remove what it added.
+async fn two_operators_sharing_a_copy() -> (Env, ClusterServiceVersion, ClusterServiceVersion) {
+    let mut env = env_without_gc().await;
+    catalog_with_secrets(&env, &[CREDS]).await;
+    namespaces(&env, &[NS]).await;
+    operator_group(&env, NS, "group", &[NS]).await;
+    let widget = install(&env, NS, "widget-operator", "1.0.0").await;
+    let gadget = install(&env, NS, "gadget-operator", "0.1.0").await;
+    env.start_manager();
+    wait_phase(&env, NS, &widget.name_any(), Phase::Succeeded).await;
+    wait_phase(&env, NS, &gadget.name_any(), Phase::Succeeded).await;
+    (env, widget, gadget)
 }

@@ -82,13 +82,7 @@ async fn the_propagate_to_annotation_keeps_copies_out_of_unselected_namespaces()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_can_opt_out_with_a_label() {
-    let mut env = Env::new().await;
-    catalog_with_secrets(&env, &[CREDS]).await;
-    install_widget_in(&env, &["team-a"]).await;
-    env.start_manager();
-    wait_phase(&env, "team-a", NAME, Phase::Succeeded).await;
-    env.wait_until("propagated", TIMEOUT, || propagated(&env, "team-a"))
-        .await;
+    let mut env = propagated_to_team_a().await;
 
     let namespaces_: Api<Namespace> = Api::all(env.client.clone());
     let opt_out =
@@ -129,13 +123,7 @@ async fn a_namespace_can_opt_out_with_a_label() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_source_or_catalog_keeps_existing_copies_and_is_reported() {
-    let mut env = Env::new().await;
-    catalog_with_secrets(&env, &[CREDS]).await;
-    install_widget_in(&env, &["team-a"]).await;
-    env.start_manager();
-    wait_phase(&env, "team-a", NAME, Phase::Succeeded).await;
-    env.wait_until("propagated", TIMEOUT, || propagated(&env, "team-a"))
-        .await;
+    let mut env = propagated_to_team_a().await;
     let copy = env.api.get::<Secret>("team-a", &copy_name(CREDS)).unwrap();
 
     // The source Secret goes: a condition, and the copy stays until the admin decides.
@@ -178,4 +166,17 @@ async fn a_missing_source_or_catalog_keeps_existing_copies_and_is_reported() {
         Some(Phase::Succeeded)
     );
     env.stop_manager().await;
+}
+
+/// widget-operator installed in `team-a` under a running manager, with the catalog's copy
+/// propagated there.
+async fn propagated_to_team_a() -> Env {
+    let mut env = Env::new().await;
+    catalog_with_secrets(&env, &[CREDS]).await;
+    install_widget_in(&env, &["team-a"]).await;
+    env.start_manager();
+    wait_phase(&env, "team-a", NAME, Phase::Succeeded).await;
+    env.wait_until("propagated", TIMEOUT, || propagated(&env, "team-a"))
+        .await;
+    env
 }

@@ -11,7 +11,7 @@ use kube::runtime::events::EventType;
 use super::backoff::Backoffs;
 use super::catalogs::CatalogIndex;
 use super::clock::Clock;
-use super::events::{self, EventPublisher, EventSpec};
+use super::events::{EventPublisher, EventSpec};
 use super::resources::Resources;
 use super::source_secrets::SourceSecrets;
 use super::stores::{Scope, Stores};
@@ -117,10 +117,7 @@ impl Context {
     ) {
         let event = EventSpec {
             regarding,
-            type_: match type_ {
-                EventType::Normal => events::EventType::Normal,
-                EventType::Warning => events::EventType::Warning,
-            },
+            type_,
             reason,
             action,
             note: note.map(|note| truncate(note, 1024)),

@@ -19,6 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::events::EventType;
 use serde_json::json;
 
 use super::apply::is_not_found;
@@ -27,22 +28,6 @@ use super::apply::is_not_found;
 pub const MEMORY: usize = 1024;
 /// How long after its last occurrence a repeat still counts on an event (as kube's Recorder).
 pub const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
-
-/// `Normal` or `Warning`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl EventType {
-    fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
 
 /// One event to publish.
 #[derive(Debug)]
@@ -201,7 +186,13 @@ impl EventPublisher {
             regarding: Some(regarding.clone()),
             reporting_controller: Some(self.controller.clone()),
             reporting_instance: Some(self.instance.clone()),
-            type_: Some(event.type_.as_str().to_owned()),
+            type_: Some(
+                match event.type_ {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                }
+                .to_owned(),
+            ),
             ..Event::default()
         }
     }

@@ -80,6 +80,22 @@ impl CatalogRef {
     }
 }
 
+/// The `(source-namespace, source-name)` label values every copy of source Secret
+/// `namespace/name` carries (see [`label_value`]).
+pub fn source_label_values(namespace: &str, name: &str) -> (String, String) {
+    (label_value(namespace), label_value(name))
+}
+
+/// Which source `copy` copies, as its labels say: its `(source-namespace, source-name)` label
+/// values, comparable with [`source_label_values`]. `None` when a label is missing.
+pub fn copy_source_labels(copy: &Secret) -> Option<(String, String)> {
+    let labels = copy.metadata.labels.as_ref()?;
+    Some((
+        labels.get(SOURCE_NAMESPACE_LABEL)?.clone(),
+        labels.get(SOURCE_NAME_LABEL)?.clone(),
+    ))
+}
+
 impl fmt::Display for CatalogRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)

@@ -15,8 +15,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Secret;
 
 use super::copy::{CopyAction, CopyChanges, CopyError, desired_copy, plan_copy};
-use super::names::{SOURCE_NAME_LABEL, label_value};
-use super::owners::{CatalogRef, CsvOwner, is_csv_owner};
+use super::owners::{CatalogRef, CsvOwner, copy_source_labels, is_csv_owner, source_label_values};
 use super::scope::{NotPropagated, propagation_allowed};
 
 /// A CatalogSource that lists the rotated Secret in `spec.secrets`.
@@ -103,11 +102,14 @@ pub fn plan_rotation<'a, 'l>(
     namespace_labels: impl Fn(&str) -> Option<&'l BTreeMap<String, String>>,
 ) -> Result<RotationPlan, CopyError> {
     let source_name = source.metadata.name.as_deref().unwrap_or_default();
-    let name_label = label_value(source_name);
+    let source_labels = source_label_values(
+        source.metadata.namespace.as_deref().unwrap_or_default(),
+        source_name,
+    );
     let mut plan = RotationPlan::default();
     let copies: Vec<&Secret> = copies
         .into_iter()
-        .filter(|copy| label(copy, SOURCE_NAME_LABEL) == Some(name_label.as_str()))
+        .filter(|copy| copy_source_labels(copy).as_ref() == Some(&source_labels))
         .collect();
     for rotating in catalogs {
         let catalog = rotating.catalog;
@@ -199,15 +201,6 @@ fn decide<'l>(
     })
 }
 
-fn label<'s>(secret: &'s Secret, key: &str) -> Option<&'s str> {
-    secret
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|labels| labels.get(key))
-        .map(String::as_str)
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::ByteString;
@@ -216,7 +209,8 @@ mod tests {
     use super::*;
     use crate::pull_secrets::copy::{DOCKER_CONFIG_JSON_KEY, DOCKER_CONFIG_JSON_TYPE};
     use crate::pull_secrets::names::{
-        MANAGED_LABEL, NAMESPACE_OPT_OUT_LABEL, PROPAGATE_TO_ANNOTATION, SOURCE_UID_ANNOTATION,
+        MANAGED_LABEL, NAMESPACE_OPT_OUT_LABEL, PROPAGATE_TO_ANNOTATION, SOURCE_NAME_LABEL,
+        SOURCE_UID_ANNOTATION,
     };
 
     const NS: &str = "olm";

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::controller::context::Context;
 use crate::controller::source_secrets::{SecretKey, SourceState};
 use crate::pull_secrets::copy::validate_source;
-use crate::pull_secrets::names::{SOURCE_NAME_LABEL, SOURCE_NAMESPACE_LABEL, label_value};
+use crate::pull_secrets::owners::{copy_source_labels, source_label_values};
 
 /// What to tell the metrics about a source Secret.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,15 +72,7 @@ type CopyKey = (String, String);
 type SourceLabels = (String, String);
 
 fn source_labels(key: &SecretKey) -> SourceLabels {
-    (label_value(&key.0), label_value(&key.1))
-}
-
-fn labels_of(copy: &Secret) -> Option<SourceLabels> {
-    let labels = copy.metadata.labels.as_ref()?;
-    Some((
-        labels.get(SOURCE_NAMESPACE_LABEL)?.clone(),
-        labels.get(SOURCE_NAME_LABEL)?.clone(),
-    ))
+    source_label_values(&key.0, &key.1)
 }
 
 fn copy_key(copy: &Secret) -> CopyKey {
@@ -138,7 +130,7 @@ impl Rotations {
         let mut outdated = BTreeSet::new();
         let mut propagated = false;
         for copy in copies {
-            if labels_of(copy).as_ref() != Some(&labels) {
+            if copy_source_labels(copy).as_ref() != Some(&labels) {
                 continue;
             }
             if Fingerprint::of_secret(copy) == data {
@@ -167,7 +159,7 @@ impl Rotations {
 
     /// A copy was created or changed (`deleted: false`) or deleted.
     pub fn copy(&mut self, copy: &Secret, deleted: bool) -> Option<Change> {
-        let labels = labels_of(copy)?;
+        let labels = copy_source_labels(copy)?;
         let pending = self.pending.get_mut(&labels)?;
         let key = copy_key(copy);
         if deleted {
@@ -264,6 +256,7 @@ mod tests {
     use super::*;
     use crate::pull_secrets::CatalogRef;
     use crate::pull_secrets::copy::{DOCKER_CONFIG_JSON_KEY, DOCKER_CONFIG_JSON_TYPE};
+    use crate::pull_secrets::names::{SOURCE_NAME_LABEL, SOURCE_NAMESPACE_LABEL};
 
     const NS: &str = "olm";
     const SOURCE: &str = "registry-creds";
