@@ -458,6 +458,16 @@ async fn a_foreign_secret_holding_a_copy_name_is_untouched_and_reported() {
         [copy_name(MIRROR)]
     );
 
+    // A rotation of its source (the fast path, then the CSV reconcile) leaves it alone too.
+    rotate(&env, CREDS, "rotated-while-squatted").await;
+    env.wait_quiet("after the rotation").await;
+    let rotated = env.api.get::<Secret>(ns, &copy_name(CREDS)).unwrap();
+    assert_eq!(
+        rotated.resource_version(),
+        squatter.resource_version(),
+        "never written by a rotation"
+    );
+
     // Uninstall leaves it alone too.
     delete_csv(&env, ns, "widget-operator.v1.0.0").await;
     wait_gone(&env, ns, "widget-operator.v1.0.0").await;
