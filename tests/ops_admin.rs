@@ -16,8 +16,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::controller::Action;
 use opcat::admin::{AdminServer, Health, METRICS_CONTENT_TYPE};
-use opcat::controller::backoff::ReconcileFailure;
 use opcat::controller::leader::term::Term;
+use opcat::failure::ReconcileFailure;
 use opcat::metrics::{Metrics, PullResult, controllers};
 use ops_support::{Family, api_server, http_get, parse_openmetrics};
 

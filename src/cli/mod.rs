@@ -5,6 +5,8 @@
 //! exits non-zero. No secret material ever reaches an error message (see `registry`).
 
 use std::error::Error as StdError;
+
+pub use crate::failure::error_chain;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -80,20 +82,4 @@ async fn dispatch(command: Command) -> CliResult {
         Command::Crds(args) => crds::execute(args),
         Command::Run(args) => run::execute(*args).await,
     }
-}
-
-/// Formats an error and its sources as `outer: inner: innermost`.
-pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        // Some errors repeat their source in their own message; do not print it twice.
-        if !out.ends_with(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
-    }
-    out
 }

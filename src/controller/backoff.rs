@@ -11,13 +11,7 @@ use std::time::Duration;
 
 use kube::runtime::controller::Action;
 
-/// What every reconciler error tells the runtime.
-pub trait ReconcileFailure: std::error::Error + Send + Sync + 'static {
-    /// Bounded label (metrics, event reasons); never a message.
-    fn kind(&self) -> &'static str;
-    /// Whether retrying without a change can succeed.
-    fn is_transient(&self) -> bool;
-}
+use crate::failure::ReconcileFailure;
 
 /// Per-object failure counters.
 #[derive(Debug, Default)]
@@ -66,7 +60,7 @@ impl Backoffs {
             object = key,
             error_kind = error.kind(),
             retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-            error = %crate::cli::error_chain(error),
+            error = %crate::failure::error_chain(error),
             "reconcile failed"
         );
         Action::requeue(delay)

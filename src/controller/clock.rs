@@ -53,14 +53,6 @@ impl Clock for ManualClock {
     }
 }
 
-/// Time from `earlier` to `later`, zero if `later` is not after `earlier`.
-pub fn elapsed(earlier: Timestamp, later: Timestamp) -> Duration {
-    later
-        .duration_since(earlier)
-        .try_into()
-        .unwrap_or(Duration::ZERO)
-}
-
 /// `now` as a status timestamp: whole seconds, because `metav1.Time` is serialized with second
 /// precision. A status built with it equals the same status read back from the API, so the
 /// "unchanged, skip the write" comparison holds (DESIGN invariant 5).

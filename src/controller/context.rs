@@ -126,7 +126,7 @@ impl Context {
             tracing::warn!(
                 reason,
                 object = regarding.name.as_deref().unwrap_or_default(),
-                error = %crate::cli::error_chain(&error),
+                error = %crate::failure::error_chain(&error),
                 "cannot publish event"
             );
         }

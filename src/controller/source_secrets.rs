@@ -187,7 +187,7 @@ impl SourceSecrets {
                 Err(error) => tracing::warn!(
                     namespace = %key.0,
                     secret = %key.1,
-                    error = %crate::cli::error_chain(&error),
+                    error = %crate::failure::error_chain(&error),
                     "watch of source secret failed; retrying"
                 ),
             }

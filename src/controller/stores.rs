@@ -371,7 +371,7 @@ impl Trim for Deployment {
 
 fn log_watch_error(resource: &'static str, error: Option<watcher::Error>) {
     if let Some(error) = error {
-        tracing::warn!(resource, error = %crate::cli::error_chain(&error), "watch failed; retrying");
+        tracing::warn!(resource, error = %crate::failure::error_chain(&error), "watch failed; retrying");
     }
 }
 

@@ -15,9 +15,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use serde::de::DeserializeOwned;
 
-use super::backoff::ReconcileFailure;
 use super::context::Context;
 use super::manager::Shutdown;
+use crate::failure::ReconcileFailure;
 
 /// Key of `namespace/name` in the shared back-off counters of `controller` (a
 /// [`crate::metrics::controllers`] name).

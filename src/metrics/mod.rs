@@ -27,8 +27,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::controller::backoff::ReconcileFailure;
-use crate::controller::clock::elapsed;
+use crate::failure::ReconcileFailure;
+use crate::timing::elapsed;
 
 /// The `controller` label values. Reconcilers pass one of these to [`Metrics::instrument`].
 pub mod controllers {

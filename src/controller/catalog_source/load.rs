@@ -215,7 +215,7 @@ fn summarize(error: &CatalogError, root: &Path) -> String {
         CatalogError::Load(FbcLoadError::Documents(documents)) => {
             documents.iter().map(ToString::to_string).collect()
         }
-        CatalogError::Load(other) => vec![crate::cli::error_chain(other)],
+        CatalogError::Load(other) => vec![crate::failure::error_chain(other)],
     };
     let root = root.display().to_string();
     let problems: Vec<String> = problems

@@ -20,11 +20,10 @@ use super::tracked::TrackedMap;
 use super::validate::{self, SpecCheck};
 use crate::api::CatalogSource;
 use crate::controller::apply::{self, ApplyError, Outcome};
-use crate::controller::backoff::ReconcileFailure;
 use crate::controller::catalogs::CatalogKey;
-use crate::controller::clock;
 use crate::controller::context::Context;
 use crate::controller::wiring;
+use crate::failure::ReconcileFailure;
 use crate::metrics::controllers;
 
 /// Name of this controller in logs and metrics.
@@ -214,7 +213,9 @@ pub async fn reconcile(
 
     // Look again when the next poll or retry is due.
     let requeue = match poll::decide(tracked.as_ref(), raw, &sources.fingerprint, every, now) {
-        Decision::Wait { until: Some(until) } => clock::elapsed(now, until).min(settings.resync),
+        Decision::Wait { until: Some(until) } => {
+            crate::timing::elapsed(now, until).min(settings.resync)
+        }
         Decision::Wait { until: None } => settings.resync,
         // Only reachable if the clock went backwards; never spin.
         Decision::Contact(_) => settings.wait_requeue,

@@ -59,7 +59,7 @@ pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Acti
                     "Uninstall",
                     Some(format!(
                         "uninstall incomplete, the finalizer stays and it is retried: {}",
-                        crate::cli::error_chain(&error)
+                        crate::failure::error_chain(&error)
                     )),
                 )
                 .await;

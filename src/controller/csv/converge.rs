@@ -88,7 +88,7 @@ pub(super) async fn install(
         Err(error) => {
             let unmet = Unmet::Failed {
                 reason: csv_reasons::INVALID_INSTALL_STRATEGY,
-                message: crate::cli::error_chain(&error),
+                message: crate::failure::error_chain(&error),
             };
             return unmet_status(state, csv, &unmet, now).await;
         }

@@ -3,8 +3,8 @@
 //! status plus a requeue, decided by the reconciler (DESIGN invariant 7).
 
 use crate::controller::apply::ApplyError;
-use crate::controller::backoff::ReconcileFailure;
 use crate::controller::resources::ResourceError;
+use crate::failure::ReconcileFailure;
 use crate::registry::RegistryError;
 
 /// A failed ClusterServiceVersion reconcile. Messages name the object and the cause, never

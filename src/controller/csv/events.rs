@@ -11,12 +11,12 @@ use kube::Resource;
 use kube::runtime::events::EventType;
 
 use crate::api::{CatalogSource, ClusterServiceVersion, Subscription};
-use crate::controller::clock::elapsed;
 use crate::controller::context::Context;
 use crate::pull_secrets::vocabulary::{
     EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_DELETED, EVENT_PULL_SECRET_ROTATED,
 };
 use crate::pull_secrets::{CopyAction, EventObject, NamespacePlan, PlanEvent};
+use crate::timing::elapsed;
 
 /// A reference to a namespaced core object.
 pub(super) fn core_reference(kind: &str, namespace: &str, name: &str) -> ObjectReference {

@@ -216,7 +216,7 @@ async fn write_one(
                 tracing::warn!(
                     namespace = %write.namespace,
                     copy = %write.name,
-                    error = %crate::cli::error_chain(&error),
+                    error = %crate::failure::error_chain(&error),
                     "cannot update pull-secret copy; left to the CSV reconcile"
                 );
             }

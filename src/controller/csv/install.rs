@@ -25,8 +25,9 @@ use crate::api::{
     CatalogSource, ClusterServiceVersion, ClusterServiceVersionPhase as Phase, csv_reasons,
 };
 use crate::bundle::Bundle;
-use crate::controller::backoff::{ReconcileFailure, TERMINAL_DELAY};
+use crate::controller::backoff::TERMINAL_DELAY;
 use crate::controller::keys::csv as csv_keys;
+use crate::failure::ReconcileFailure;
 use crate::pull_secrets::CatalogRef;
 
 /// Requeue after a phase step, so the next step follows at once.
@@ -90,7 +91,7 @@ pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Acti
         Err(error) => {
             // Terminal for this content (an object the API refuses, a foreign object in the
             // way): status and a long requeue, no hot retry (DESIGN invariant 7).
-            let message = crate::cli::error_chain(&error);
+            let message = crate::failure::error_chain(&error);
             let update = PhaseUpdate::new(
                 Phase::Failed,
                 csv_reasons::INSTALL_COMPONENT_FAILED,
@@ -167,8 +168,8 @@ async fn dereference(
         }
         Err(problem) => {
             let message = match problem {
-                BundleProblem::Registry(error) => crate::cli::error_chain(&error),
-                BundleProblem::Invalid(error) => crate::cli::error_chain(&error),
+                BundleProblem::Registry(error) => crate::failure::error_chain(&error),
+                BundleProblem::Invalid(error) => crate::failure::error_chain(&error),
                 BundleProblem::InvalidReference(message) | BundleProblem::BadLayout(message) => {
                     message
                 }

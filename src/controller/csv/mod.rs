@@ -47,13 +47,13 @@ pub use error::CsvError;
 pub use objects::APPLIED_HASH_ANNOTATION;
 pub use report::{decode as decode_report, encode as encode_report};
 
-use super::backoff::ReconcileFailure;
 use super::context::Context;
 use super::manager::Shutdown;
 use super::own_writes::Echoes;
 use super::stores::Reflectors;
 use super::wiring::{self, backoff_key_of};
 use crate::api::ClusterServiceVersion;
+use crate::failure::ReconcileFailure;
 use crate::pull_secrets::RestorePolicy;
 
 /// Name of this controller in logs and metrics.
@@ -210,7 +210,7 @@ async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<
             // Retried with backoff. Conflicts are routine between concurrent writers; anything
             // else (a registry or API outage, a kind not served yet) is worth telling users.
             if error.kind() != "conflict" {
-                let note = format!("retrying: {}", crate::cli::error_chain(error));
+                let note = format!("retrying: {}", crate::failure::error_chain(error));
                 state
                     .context
                     .event(

@@ -332,7 +332,7 @@ pub async fn labelled_objects(
                 tracing::debug!(
                     api_version = %api_version,
                     kind = %kind,
-                    error = %crate::cli::error_chain(&error),
+                    error = %crate::failure::error_chain(&error),
                     "kind not served; nothing of it to list"
                 );
                 continue;

@@ -16,10 +16,10 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::controller::clock::elapsed;
 use crate::pull_secrets::{ImageCheck, ImageOutcome, PullSecretCondition, credentials_condition};
 use crate::registry::error::Tried;
 use crate::registry::{ImageRef, Keyring, PullAuth, Registry, RegistryError};
+use crate::timing::elapsed;
 
 /// Cached preflight results.
 const MAX_ENTRIES: usize = 256;

@@ -2,7 +2,7 @@
 //! are not errors: they fail the plan in its status.
 
 use crate::controller::apply::ApplyError;
-use crate::controller::backoff::ReconcileFailure;
+use crate::failure::ReconcileFailure;
 use crate::registry::RegistryError;
 
 /// A failed InstallPlan reconcile, retried with backoff.

@@ -131,7 +131,7 @@ pub async fn reconcile(
     let fetched = match fetch(context, &csv_name, &image, package, &keyring).await {
         Ok(fetched) => fetched,
         Err(FetchError::Pull(source)) if source.is_transient() => {
-            let message = crate::cli::error_chain(&source);
+            let message = crate::failure::error_chain(&source);
             let next = installing(
                 status.as_ref(),
                 &lookup,
@@ -157,7 +157,7 @@ pub async fn reconcile(
             });
         }
         Err(error) => {
-            let message = crate::cli::error_chain(&error);
+            let message = crate::failure::error_chain(&error);
             let unpack = LookupProgress::failed(error.reason(), &message);
             writer
                 .fail(status.as_ref(), &lookup, &message, Some(&unpack), &now)

@@ -49,10 +49,10 @@ use tokio::task::JoinHandle;
 
 use self::lease::{LeaseTimings, LeaseView, NotLeading, may_lead, was_released};
 use self::term::{StopOutcome, Term};
-use super::clock::elapsed;
 use super::manager::Shutdown;
 use crate::admin::{Health, Phase};
 use crate::metrics::Metrics;
+use crate::timing::elapsed;
 
 /// Default name of the Lease.
 pub const DEFAULT_LEASE_NAME: &str = "opcat-leader";
@@ -322,7 +322,7 @@ impl Elector {
                 Ok(manager) => return Some(manager),
                 Err(error) => {
                     tracing::warn!(
-                        error = %crate::cli::error_chain(&error),
+                        error = %crate::failure::error_chain(&error),
                         retry_in_s = delay.as_secs(),
                         "cannot start leader election; retrying"
                     );
@@ -430,7 +430,7 @@ impl LeaseClient {
         let _abort = AbortOnDrop(task.abort_handle());
         match task.await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => Err(crate::cli::error_chain(&error)),
+            Ok(Err(error)) => Err(crate::failure::error_chain(&error)),
             Err(error) => Err(error.to_string()),
         }
     }
@@ -456,7 +456,7 @@ async fn watch_lease(api: Api<Lease>, name: String, views: watch::Sender<Option<
             }
             Err(error) => tracing::warn!(
                 lease = %name,
-                error = %crate::cli::error_chain(&error),
+                error = %crate::failure::error_chain(&error),
                 "watch of the leader Lease failed; retrying"
             ),
         }

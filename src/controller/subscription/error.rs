@@ -1,7 +1,7 @@
 //! Why a Subscription reconcile failed.
 
 use crate::controller::apply::ApplyError;
-use crate::controller::backoff::ReconcileFailure;
+use crate::failure::ReconcileFailure;
 
 /// A failed Subscription reconcile. Resolution failures are not errors: they are status
 /// (`ResolutionFailed`) and a long requeue.

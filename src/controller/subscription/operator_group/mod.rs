@@ -22,7 +22,6 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use super::super::apply::{self, ApplyError};
-use super::super::backoff::ReconcileFailure;
 use super::super::clock::status_time;
 use super::super::context::Context;
 use super::super::manager::Shutdown;
@@ -30,6 +29,7 @@ use super::super::own_writes::OwnWrites;
 use super::super::stores::Reflectors;
 use super::super::wiring::{self, backoff_key_of};
 use crate::api::OperatorGroup;
+use crate::failure::ReconcileFailure;
 
 pub use targets::{InvalidSelector, desired_status, target_namespaces};
 
