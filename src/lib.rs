@@ -1,13 +1,14 @@
 //! opcat: an operator catalog controller for Kubernetes.
 //!
 //! The crate is split by responsibility (see `README.md`, "Development"):
-//! pure modules (`fbc`, `graph`, `resolve`, `semver_range`, `bundle`, `pull_secrets`) never
-//! talk to a cluster or a registry; `registry` talks only to OCI registries; `controller` is the
+//! pure modules (`fbc`, `graph`, `resolve`, `semver_range`, `bundle`, `certificates`,
+//! `pull_secrets`) never talk to a cluster or a registry; `registry` talks only to OCI registries; `controller` is the
 //! only code that talks to the Kubernetes API.
 
 pub mod admin;
 pub mod api;
 pub mod bundle;
+pub mod certificates;
 pub mod cli;
 pub mod controller;
 pub mod failure;
