@@ -180,12 +180,14 @@ fn extra_labels_are_added_and_never_override_opcat_labels() {
 
 #[test]
 fn rendering_refuses_what_cannot_be_installed() {
-    let webhook = load(&fixture("webhook"));
+    let mut webhook = load(&fixture("webhook"));
+    webhook.csv.spec.webhook_definitions.as_mut().unwrap()[0].deployment_name =
+        Some("gone".to_owned());
     let error = Install::own(&webhook, "ops")
         .try_render(&webhook)
         .unwrap_err();
     assert!(matches!(error, RenderError::Invalid(_)), "{error}");
-    assert_eq!(error.kind(), "UnsupportedFeature");
+    assert_eq!(error.kind(), "InvalidWebhookDescription");
 
     let tiny = load(&fixture("minimal"));
     let error = Install::new(&tiny, "ops", targets(&["team-a"]))

@@ -21,29 +21,100 @@ fn the_example_bundles_can_be_installed() {
 }
 
 #[test]
-fn webhooks_and_owned_api_services_are_not_supported_yet() {
-    let bundle = load(&fixture("webhook"));
+fn webhooks_and_owned_api_services_can_be_installed() {
+    validate_for_install(&load(&fixture("webhook")).csv).unwrap();
+}
+
+#[test]
+fn webhook_and_api_service_definitions_that_cannot_work_are_all_reported() {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    use opcat::api::cluster_service_version::WebhookAdmissionType;
+
+    let mut bundle = load(&fixture("webhook"));
+    let spec = &mut bundle.csv.spec;
+    let webhooks = spec.webhook_definitions.as_mut().unwrap();
+    let valid = webhooks[0].clone();
+    let with = |edit: &dyn Fn(&mut opcat::api::cluster_service_version::WebhookDescription)| {
+        let mut webhook = valid.clone();
+        edit(&mut webhook);
+        webhook
+    };
+    webhooks.extend([
+        with(&|w| {
+            w.generate_name = "vmissing.example.com".into();
+            w.deployment_name = Some("gone".into());
+        }),
+        with(&|w| {
+            w.generate_name = "volm.example.com".into();
+            w.rules.as_mut().unwrap()[0].api_groups = Some(vec!["operators.coreos.com".into()]);
+        }),
+        with(&|w| {
+            w.generate_name = "vnoeffects.example.com".into();
+            w.side_effects = None;
+        }),
+        valid.clone(),
+        with(&|w| {
+            w.generate_name = "cwidgets.example.com".into();
+            w.type_ = WebhookAdmissionType::ConversionWebhook;
+            w.conversion_crds = Some(vec!["widgets.example.com".into()]);
+            w.target_port = Some(IntOrString::Int(9444));
+        }),
+        with(&|w| {
+            w.generate_name = "cempty.example.com".into();
+            w.type_ = WebhookAdmissionType::ConversionWebhook;
+        }),
+    ]);
+    spec.api_service_definitions
+        .as_mut()
+        .unwrap()
+        .owned
+        .as_mut()
+        .unwrap()[0]
+        .deployment_name = None;
+
     let error = validate_for_install(&bundle.csv).unwrap_err();
-    assert!(error.is_unsupported());
-    assert_eq!(error.kind(), "UnsupportedFeature");
+    assert_eq!(error.kind(), csv_reasons::INVALID_WEBHOOK_DESCRIPTION);
     assert_eq!(
         error.problems,
         [
-            InstallProblem::WebhooksNotSupported {
-                webhooks: vec!["vtiny.example.com (ValidatingAdmissionWebhook)".to_owned()],
+            InstallProblem::UnknownServingDeployment {
+                what: "webhook vmissing.example.com (ValidatingAdmissionWebhook)".to_owned(),
+                deployment: "gone".to_owned(),
             },
-            InstallProblem::ApiServicesNotSupported {
-                api_services: vec!["v1beta1.metrics.example.com".to_owned()],
+            InstallProblem::UnknownServingDeployment {
+                what: "API service v1beta1.metrics.example.com".to_owned(),
+                deployment: String::new(),
+            },
+            InstallProblem::ForbiddenWebhookRules {
+                webhook: "volm.example.com".to_owned(),
+                reason: "webhook rules cannot include the OLM group",
+            },
+            InstallProblem::MissingSideEffects {
+                webhook: "vnoeffects.example.com".to_owned(),
+            },
+            InstallProblem::DuplicateWebhook {
+                webhook: "vtiny.example.com".to_owned(),
+                kind: WebhookAdmissionType::ValidatingAdmissionWebhook,
+                count: 2,
+            },
+            InstallProblem::ConversionCrdNotOwned {
+                webhook: "cwidgets.example.com".to_owned(),
+                crd: "widgets.example.com".to_owned(),
+            },
+            InstallProblem::ConversionWithoutCrds {
+                webhook: "cempty.example.com".to_owned(),
+            },
+            InstallProblem::ConflictingServicePorts {
+                deployment: "tiny-controller".to_owned(),
+                port: 443,
             },
         ]
     );
     let message = error.to_string();
     assert!(
-        message.starts_with("ClusterServiceVersion tiny-operator.v0.1.0 cannot be installed: "),
-        "{message}"
-    );
-    assert!(
-        message.contains("webhooks are not supported by opcat yet"),
+        message.contains(
+            "webhook vmissing.example.com (ValidatingAdmissionWebhook) names Deployment \"gone\""
+        ),
         "{message}"
     );
 }
@@ -52,7 +123,6 @@ fn webhooks_and_owned_api_services_are_not_supported_yet() {
 fn bad_deployments_and_service_account_names_are_all_reported() {
     let bundle = load(&fixture("bad-deployments"));
     let error = validate_for_install(&bundle.csv).unwrap_err();
-    assert!(!error.is_unsupported());
     assert_eq!(error.kind(), "InvalidInstallStrategy");
     assert_eq!(
         error.problems,

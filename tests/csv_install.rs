@@ -72,6 +72,7 @@ fn expected(
             subscription_config: config,
             pull_secret_names: &[copy_name(SECRET)],
             extra_labels: &BTreeMap::new(),
+            serving_certificates: &BTreeMap::new(),
         },
     )
     .unwrap()

@@ -49,7 +49,7 @@ EXTRA
 const WEBHOOK: &str = r#"  webhookdefinitions:
     - generateName: vbroken.example.com
       type: ValidatingAdmissionWebhook
-      deploymentName: broken-controller
+      deploymentName: missing-controller
       containerPort: 443
       sideEffects: None
       admissionReviewVersions: [v1]"#;
@@ -180,7 +180,7 @@ async fn invalid_bundles_fail_the_plan_and_the_subscription_shows_why() {
         ]),
     )
     .await;
-    // A well-formed bundle whose CSV asks for webhooks, which opcat does not install.
+    // A well-formed bundle whose CSV has a webhook no Deployment of it serves.
     let webhook = push_bundle(
         &fixture,
         "webhook-operator-bundle",
@@ -270,7 +270,10 @@ async fn invalid_bundles_fail_the_plan_and_the_subscription_shows_why() {
         .message
         .clone()
         .unwrap();
-    assert!(message.contains("webhooks are not supported"), "{message}");
+    assert!(
+        message.contains("names Deployment \"missing-controller\""),
+        "{message}"
+    );
     let subscription = fixture
         .wait_condition("webhook", "InstallPlanFailed", "True")
         .await;

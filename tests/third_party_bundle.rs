@@ -23,8 +23,6 @@ use test_registry::shared_data_dir;
 enum Expect {
     /// Loads, validates and renders.
     Installable,
-    /// Loads; validation says "not supported by opcat yet" (webhooks).
-    Unsupported,
     /// Loading fails; every problem is of this kind.
     Refused(&'static str),
 }
@@ -37,7 +35,7 @@ const BUNDLES: &[(&str, Expect)] = &[
     ),
     (
         "community-operators-prod/operators/cluster-aas-operator/0.1.5",
-        Expect::Unsupported,
+        Expect::Installable,
     ),
     (
         "community-operators-prod/operators/community-kubevirt-hyperconverged/1.1.0",
@@ -49,7 +47,7 @@ const BUNDLES: &[(&str, Expect)] = &[
     ),
     (
         "community-operators-prod/operators/dbaas-operator/0.5.0",
-        Expect::Unsupported,
+        Expect::Installable,
     ),
     (
         "community-operators-prod/operators/silicom-sts-operator/0.0.1",
@@ -61,7 +59,7 @@ const BUNDLES: &[(&str, Expect)] = &[
     ),
     (
         "operator-controller/test/regression/convert/testdata/bundles/webhook-operator.v0.0.5",
-        Expect::Unsupported,
+        Expect::Installable,
     ),
 ];
 
@@ -145,15 +143,6 @@ fn third_party_bundles_load_or_are_refused_for_the_documented_reason() {
                     rendered.deployments.len(),
                     bundle.csv.spec.install.deployments().len(),
                     "{dir}"
-                );
-            }
-            (Expect::Unsupported, Ok(bundle)) => {
-                let error = validate_for_install(&bundle.csv)
-                    .expect_err(&format!("{dir} must not validate"));
-                assert!(error.is_unsupported(), "{dir}: {error}");
-                assert!(
-                    error.to_string().contains("not supported by opcat yet"),
-                    "{dir}: {error}"
                 );
             }
             (Expect::Refused(kind), Err(error)) => {

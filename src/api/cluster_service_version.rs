@@ -353,7 +353,9 @@ pub struct WebhookDescription {
 }
 
 /// Kind of a webhook.
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(
+    Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
 #[schemars(transform = super::schema::drop_description)]
 pub enum WebhookAdmissionType {
     /// A validating admission webhook.

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::api::ClusterServiceVersion;
-use crate::api::cluster_service_version::InstallModeType;
+use crate::api::cluster_service_version::{InstallModeType, WebhookAdmissionType};
 use crate::api::csv_reasons;
 
 /// The namespaces an operator watches: all of them, or a non-empty set without `""`.
@@ -102,6 +102,20 @@ pub enum InstallModeError {
         /// The operator's namespace.
         install_namespace: String,
     },
+    /// Conversion webhooks on an install that does not watch all namespaces (OLM's rule: a CRD
+    /// is cluster-wide, so only an operator serving every namespace may convert it).
+    #[error(
+        "ClusterServiceVersion {csv} has conversion webhooks ({webhooks}), which need an \
+         AllNamespaces install (OperatorGroup without targetNamespaces), not {targets}"
+    )]
+    ConversionNeedsAllNamespaces {
+        /// Name of the ClusterServiceVersion.
+        csv: String,
+        /// `generateName` of each conversion webhook.
+        webhooks: String,
+        /// The targets.
+        targets: TargetNamespaces,
+    },
 }
 
 impl InstallModeError {
@@ -109,9 +123,9 @@ impl InstallModeError {
     pub fn reason(&self) -> &'static str {
         match self {
             Self::NoTargetNamespaces => csv_reasons::NO_TARGET_NAMESPACES,
-            Self::AllNamespacesAmongOthers | Self::Unsupported { .. } => {
-                csv_reasons::UNSUPPORTED_OPERATOR_GROUP
-            }
+            Self::AllNamespacesAmongOthers
+            | Self::Unsupported { .. }
+            | Self::ConversionNeedsAllNamespaces { .. } => csv_reasons::UNSUPPORTED_OPERATOR_GROUP,
         }
     }
 
@@ -136,7 +150,8 @@ pub fn install_mode_for(install_namespace: &str, targets: &TargetNamespaces) -> 
 }
 
 /// The install mode for `targets`, if `csv` supports it. MultiNamespace targets that include
-/// the install namespace also need OwnNamespace, as in OLM.
+/// the install namespace also need OwnNamespace, as in OLM; conversion webhooks need
+/// AllNamespaces.
 pub fn check_install_mode(
     csv: &ClusterServiceVersion,
     install_namespace: &str,
@@ -148,16 +163,28 @@ pub fn check_install_mode(
     {
         needed.push(InstallModeType::OwnNamespace);
     }
-    match needed
+    if let Some(missing) = needed
         .into_iter()
         .find(|mode| !csv.spec.supports_install_mode(*mode))
     {
-        None => Ok(mode),
-        Some(missing) => Err(InstallModeError::Unsupported {
+        return Err(InstallModeError::Unsupported {
             csv: csv.metadata.name.clone().unwrap_or_default(),
             mode: missing,
             targets: targets.clone(),
             install_namespace: install_namespace.to_owned(),
-        }),
+        });
     }
+    let conversions: Vec<&str> = super::serving::webhooks(csv)
+        .iter()
+        .filter(|webhook| webhook.type_ == WebhookAdmissionType::ConversionWebhook)
+        .map(|webhook| webhook.generate_name.as_str())
+        .collect();
+    if !conversions.is_empty() && mode != InstallModeType::AllNamespaces {
+        return Err(InstallModeError::ConversionNeedsAllNamespaces {
+            csv: csv.metadata.name.clone().unwrap_or_default(),
+            webhooks: conversions.join(", "),
+            targets: targets.clone(),
+        });
+    }
+    Ok(mode)
 }

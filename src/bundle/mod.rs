@@ -8,6 +8,8 @@
 //! - [`install_mode`]: OperatorGroup targets → [`InstallModeType`](crate::api::cluster_service_version::InstallModeType).
 //! - [`service_accounts`](mod@service_accounts): which ServiceAccounts the bundle uses and which opcat creates.
 //! - [`ownership`]: labels, owner references and generated names of rendered objects.
+//! - [`serving`]: the Deployments that serve webhooks and API services, and OLM's names for
+//!   their Services, certificate Secrets and webhook configurations.
 //! - [`render`](mod@render): [`render()`](render::render) → [`RenderedBundle`], objects grouped in apply order.
 //! - [`images`](mod@images): every image the bundle runs or names.
 
@@ -20,6 +22,8 @@ pub mod load;
 pub mod ownership;
 pub mod render;
 pub mod service_accounts;
+pub mod serving;
+mod serving_checks;
 pub mod validate;
 
 pub use images::images;

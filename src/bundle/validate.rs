@@ -1,15 +1,17 @@
 //! What opcat refuses to install from a ClusterServiceVersion, checked before anything is
 //! rendered: an install strategy other than `deployment`, Deployment names that Kubernetes would
-//! reject or that repeat, invalid service account names, and features opcat does not implement
-//! yet (webhooks and owned API services need certificate management; DESIGN §8).
+//! reject or that repeat, invalid service account names, and webhook or API service definitions
+//! that cannot work (see `serving_checks`).
 //!
 //! Every problem is final for this CSV (the bundle's content does not change): the controller
 //! marks the CSV `Failed` and does not retry hot.
 
 use std::collections::BTreeMap;
 
-use crate::api::ClusterServiceVersion;
+use super::serving_checks::serving_problems;
+use crate::api::cluster_service_version::WebhookAdmissionType;
 use crate::api::csv_install::INSTALL_STRATEGY_DEPLOYMENT;
+use crate::api::{ClusterServiceVersion, csv_reasons};
 use crate::pull_secrets::names::is_dns1123_subdomain;
 
 /// Why a ClusterServiceVersion cannot be installed.
@@ -23,18 +25,14 @@ pub struct ValidationError {
 }
 
 impl ValidationError {
-    /// Whether the CSV asks for a feature opcat does not support yet (as opposed to being
-    /// malformed).
-    pub fn is_unsupported(&self) -> bool {
-        self.problems.iter().any(InstallProblem::is_unsupported)
-    }
-
-    /// A short CamelCase name of the error, for metric labels and condition reasons.
+    /// A short CamelCase name of the error, for metric labels and condition reasons: OLM's
+    /// `InvalidWebhookDescription` when every problem is in the webhook or API service
+    /// definitions, else `InvalidInstallStrategy`.
     pub fn kind(&self) -> &'static str {
-        if self.is_unsupported() {
-            "UnsupportedFeature"
+        if self.problems.iter().all(InstallProblem::is_webhook_problem) {
+            csv_reasons::INVALID_WEBHOOK_DESCRIPTION
         } else {
-            "InvalidInstallStrategy"
+            csv_reasons::INVALID_INSTALL_STRATEGY
         }
     }
 
@@ -92,34 +90,114 @@ pub enum InstallProblem {
         /// The name.
         name: String,
     },
-    /// The CSV declares webhooks.
+    /// A webhook or owned API service whose `deploymentName` is missing or names no Deployment
+    /// of the CSV: nothing would serve it.
     #[error(
-        "webhooks are not supported by opcat yet (spec.webhookdefinitions: {}); they need \
-         certificate management, which is out of scope",
-        webhooks.join(", ")
+        "{what} names Deployment {deployment:?}, which spec.install.spec.deployments does not \
+         list; nothing would serve it"
     )]
-    WebhooksNotSupported {
-        /// `generateName` and type of each webhook.
-        webhooks: Vec<String>,
+    UnknownServingDeployment {
+        /// The webhook (`generateName` and type) or API service (`<version>.<group>`).
+        what: String,
+        /// The name given (empty when missing).
+        deployment: String,
     },
-    /// The CSV owns aggregated API services.
+    /// A webhook configuration OLM does not allow (`install.ValidWebhookRules`): its rules
+    /// intercept every API group, OLM's own group, or the webhook configurations themselves.
+    #[error("webhook {webhook}: {reason}")]
+    ForbiddenWebhookRules {
+        /// `generateName` of the webhook.
+        webhook: String,
+        /// OLM's message.
+        reason: &'static str,
+    },
+    /// Two webhooks of one type with the same `generateName` (one configuration each would have
+    /// the same name).
+    #[error("webhook {webhook} ({kind:?}) is listed {count} times in spec.webhookdefinitions")]
+    DuplicateWebhook {
+        /// The `generateName`.
+        webhook: String,
+        /// Its type.
+        kind: WebhookAdmissionType,
+        /// How often.
+        count: usize,
+    },
+    /// An admission webhook without `sideEffects` (required by OLM's CSV schema and by the API
+    /// server).
+    #[error("webhook {webhook} does not declare sideEffects (None or NoneOnDryRun)")]
+    MissingSideEffects {
+        /// `generateName` of the webhook.
+        webhook: String,
+    },
+    /// A conversion webhook without `conversionCRDs`.
+    #[error("conversion webhook {webhook} lists no conversionCRDs")]
+    ConversionWithoutCrds {
+        /// `generateName` of the webhook.
+        webhook: String,
+    },
+    /// A conversion webhook for a CRD the CSV does not own (OLM: "csv does not own CRD").
     #[error(
-        "owned API services are not supported by opcat yet (spec.apiservicedefinitions.owned: {}); \
-         they need certificate management, which is out of scope",
-        api_services.join(", ")
+        "conversion webhook {webhook} converts CustomResourceDefinition {crd}, which the CSV \
+         does not own (spec.customresourcedefinitions.owned)"
     )]
-    ApiServicesNotSupported {
-        /// `<version>.<group>` of each API service.
-        api_services: Vec<String>,
+    ConversionCrdNotOwned {
+        /// `generateName` of the webhook.
+        webhook: String,
+        /// The CRD.
+        crd: String,
+    },
+    /// One CRD converted by two webhooks.
+    #[error("CustomResourceDefinition {crd} is converted by more than one webhook")]
+    ConversionCrdTwice {
+        /// The CRD.
+        crd: String,
+    },
+    /// Two webhooks or API services of one Deployment use one Service port with different
+    /// target ports: the Service cannot have both.
+    #[error(
+        "Deployment {deployment} serves port {port} with different target ports; its Service \
+         cannot route one port to two"
+    )]
+    ConflictingServicePorts {
+        /// The Deployment.
+        deployment: String,
+        /// The Service port.
+        port: i32,
+    },
+    /// A Deployment whose Service name would not be a DNS-1035 label (it starts with a digit).
+    #[error(
+        "Deployment {deployment} would get the Service name {service:?}, which Kubernetes rejects"
+    )]
+    InvalidServiceName {
+        /// The Deployment.
+        deployment: String,
+        /// The Service name OLM's rule gives.
+        service: String,
+    },
+    /// A Deployment serving webhooks whose selector has no `matchLabels`: its Service (which
+    /// selects by labels only) would reach no pod.
+    #[error(
+        "Deployment {deployment} serves webhooks or API services but its selector has no \
+         matchLabels, so its Service could not select its pods"
+    )]
+    NoSelectorLabels {
+        /// The Deployment.
+        deployment: String,
     },
 }
 
 impl InstallProblem {
-    /// Whether this is a feature opcat does not support yet.
-    pub fn is_unsupported(&self) -> bool {
-        matches!(
+    /// Whether this is a problem of the webhook or API service definitions (OLM's reason
+    /// `InvalidWebhookDescription`) rather than of the install strategy.
+    pub fn is_webhook_problem(&self) -> bool {
+        !matches!(
             self,
-            Self::WebhooksNotSupported { .. } | Self::ApiServicesNotSupported { .. }
+            Self::UnknownStrategy { .. }
+                | Self::NoStrategySpec
+                | Self::InvalidDeploymentName { .. }
+                | Self::NoPodSpec { .. }
+                | Self::DuplicateDeployment { .. }
+                | Self::InvalidServiceAccountName { .. }
         )
     }
 }
@@ -176,27 +254,7 @@ pub fn validate_for_install(csv: &ClusterServiceVersion) -> Result<(), Validatio
         }
     }
 
-    let webhooks: Vec<String> = spec
-        .webhook_definitions
-        .iter()
-        .flatten()
-        .map(|webhook| format!("{} ({:?})", webhook.generate_name, webhook.type_))
-        .collect();
-    if !webhooks.is_empty() {
-        problems.push(InstallProblem::WebhooksNotSupported { webhooks });
-    }
-
-    let api_services: Vec<String> = spec
-        .api_service_definitions
-        .as_ref()
-        .and_then(|definitions| definitions.owned.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|service| format!("{}.{}", service.version, service.group))
-        .collect();
-    if !api_services.is_empty() {
-        problems.push(InstallProblem::ApiServicesNotSupported { api_services });
-    }
+    problems.extend(serving_problems(csv));
 
     if problems.is_empty() {
         Ok(())

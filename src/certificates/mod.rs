@@ -47,6 +47,11 @@ pub const REFRESH_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 /// behind opcat's accepts a certificate issued this instant.
 pub const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 
+/// Label on every certificate Secret opcat makes (with opcat's ownership labels); they are
+/// watched by it, and a Secret without it is never touched.
+pub const CERTIFICATE_LABEL: &str = "opcat.dev/serving-certificate";
+/// Value of [`CERTIFICATE_LABEL`].
+pub const CERTIFICATE_LABEL_VALUE: &str = "true";
 /// `data` key of the serving certificate (PEM), as in every `kubernetes.io/tls` Secret.
 pub const TLS_CERT_KEY: &str = "tls.crt";
 /// `data` key of the serving certificate's private key (PKCS #8 PEM).

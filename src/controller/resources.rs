@@ -93,6 +93,27 @@ const KNOWN: &[(&str, &str, &str, &str, bool)] = &[
         "networkpolicies",
         true,
     ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        false,
+    ),
+    (
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
+        false,
+    ),
 ];
 
 /// Resolves kinds to resources; shared by every reconciler.

@@ -10,7 +10,10 @@ use k8s_openapi::api::core::v1::PodSpec;
 use kube::api::DynamicObject;
 use opcat::api::subscription::SubscriptionConfig;
 use opcat::bundle::ownership::CsvOwner;
+use opcat::bundle::render::ServingCertificate;
+use opcat::bundle::serving::served_deployments;
 use opcat::bundle::{Bundle, RenderContext, RenderError, RenderedBundle, TargetNamespaces, render};
+use opcat::certificates::{Material, ServiceIdentity};
 
 /// Root of this repository.
 pub fn repo_root() -> PathBuf {
@@ -44,6 +47,9 @@ pub struct Install {
     pub config: Option<SubscriptionConfig>,
     pub pull_secrets: Vec<String>,
     pub extra_labels: BTreeMap<String, String>,
+    /// A serving certificate per Deployment that serves webhooks or API services.
+    pub certificates: BTreeMap<String, Material>,
+    pub serving: BTreeMap<String, ServingCertificate>,
 }
 
 impl Install {
@@ -63,7 +69,32 @@ impl Install {
                 "acme-catalog-pull-abcdef0123".to_owned(),
             ],
             extra_labels: BTreeMap::new(),
+            certificates: BTreeMap::new(),
+            serving: BTreeMap::new(),
         }
+        .with_certificates(bundle)
+    }
+
+    /// Issues a serving certificate for each Deployment of `bundle` that serves webhooks or API
+    /// services, as the controller does on a first install.
+    fn with_certificates(mut self, bundle: &Bundle) -> Self {
+        let now = opcat::controller::clock::Clock::now(&opcat::controller::clock::SystemClock);
+        for served in served_deployments(&bundle.csv) {
+            let identity = ServiceIdentity {
+                service: served.service.clone(),
+                namespace: self.namespace.clone(),
+            };
+            let material = opcat::certificates::issue(&identity, now).expect("issue certificate");
+            self.serving.insert(
+                served.deployment.clone(),
+                ServingCertificate {
+                    ca_bundle: material.ca_bundle(),
+                    ca_hash: material.ca_hash(),
+                },
+            );
+            self.certificates.insert(served.deployment, material);
+        }
+        self
     }
 
     /// OwnNamespace install into `namespace`.
@@ -90,6 +121,7 @@ impl Install {
             subscription_config: self.config.as_ref(),
             pull_secret_names: &self.pull_secrets,
             extra_labels: &self.extra_labels,
+            serving_certificates: &self.serving,
         }
     }
 

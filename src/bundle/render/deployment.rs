@@ -8,6 +8,8 @@
 //!   `kubectl.kubernetes.io/last-applied-configuration`, OLM's OperatorGroup bookkeeping and
 //!   every `opcat.dev/` key, which change without the bundle changing), plus
 //!   `olm.operatorGroup`, `olm.operatorNamespace` and `olm.targetNamespaces`;
+//! - for a Deployment that serves webhooks or API services, its serving certificate mounted and
+//!   the CA hash annotation (see `serving`), before the Subscription `config`, as OLM does;
 //! - Subscription `config` applied with OLM's rules (see `config`);
 //! - `revisionHistoryLimit: 1` (OLM does not support rollbacks);
 //! - the pull-secret copies added to `imagePullSecrets` (`pull_secrets::inject`: entries the
@@ -53,7 +55,7 @@ pub(super) fn deployments(
         .install
         .deployments()
         .iter()
-        .map(|entry| deployment(entry, &csv_annotations, context, stamp))
+        .map(|entry| deployment(csv, entry, &csv_annotations, context, stamp))
         .collect()
 }
 
@@ -71,6 +73,7 @@ fn pod_annotations_from_csv(csv: &ClusterServiceVersion) -> BTreeMap<String, Str
 }
 
 fn deployment(
+    csv: &ClusterServiceVersion,
     entry: &StrategyDeploymentSpec,
     csv_annotations: &BTreeMap<String, String>,
     context: &RenderContext<'_>,
@@ -100,6 +103,10 @@ fn deployment(
         ),
     ]);
 
+    if let Some(served) = super::serving::served(csv, &entry.name) {
+        let certificate = super::serving::certificate(context, &entry.name)?;
+        super::serving::prepare_pod(&served, certificate, &mut pod_spec, &mut pod_annotations);
+    }
     let mut deployment_annotations = BTreeMap::new();
     if let Some(config) = context.subscription_config {
         apply_config(

@@ -14,7 +14,11 @@
 //!   Role, RoleBinding, ClusterRole and ClusterRoleBinding manifests.
 //! - CRDs: as in the bundle, labelled, marked to be retained on uninstall.
 //! - Deployments: see `deployment`.
-//! - Others: the remaining manifests; namespaced kinds are placed in the install namespace.
+//! - Others: the remaining manifests; namespaced kinds are placed in the install namespace; plus
+//!   a Service per Deployment that serves webhooks or API services (see `serving`).
+//! - Webhooks: Validating/MutatingWebhookConfigurations and APIServices (see `webhooks`),
+//!   applied once the Deployments exist; and [`RenderedBundle::conversions`], the CRDs'
+//!   `spec.conversion` for conversion webhooks, which the controller writes then.
 //!
 //! Labels and owner references: see [`ownership`](crate::bundle::ownership).
 
@@ -22,6 +26,8 @@ mod config;
 mod deployment;
 mod objects;
 mod rbac;
+mod serving;
+mod webhooks;
 
 use std::collections::BTreeMap;
 
@@ -41,6 +47,9 @@ use super::validate::{ValidationError, validate_for_install};
 use crate::api::subscription::SubscriptionConfig;
 use crate::pull_secrets::names::{is_label_key, is_label_value};
 
+pub use serving::{CrdConversion, ServingCertificate};
+pub use webhooks::{NAMESPACE_NAME_LABEL, namespace_selector};
+
 /// Everything about one install that is not in the bundle.
 #[derive(Clone, Copy, Debug)]
 pub struct RenderContext<'a> {
@@ -58,6 +67,9 @@ pub struct RenderContext<'a> {
     pub pull_secret_names: &'a [String],
     /// More labels for every object (opcat's own labels win on a clash).
     pub extra_labels: &'a BTreeMap<String, String>,
+    /// The serving certificate of each Deployment that serves webhooks or API services
+    /// ([`served_deployments`](crate::bundle::serving::served_deployments)), by Deployment name.
+    pub serving_certificates: &'a BTreeMap<String, ServingCertificate>,
 }
 
 /// The objects of one install, grouped in apply order; each group sorted by kind, namespace,
@@ -72,8 +84,14 @@ pub struct RenderedBundle {
     pub crds: Vec<DynamicObject>,
     /// The operator's Deployments.
     pub deployments: Vec<DynamicObject>,
-    /// Every other bundle object (Services, ConfigMaps, Secrets, PDBs, ...).
+    /// Every other bundle object (Services, ConfigMaps, Secrets, PDBs, ...), and the Services
+    /// of the Deployments that serve webhooks or API services.
     pub others: Vec<DynamicObject>,
+    /// Validating- and MutatingWebhookConfigurations and APIServices (cluster-scoped).
+    pub webhooks: Vec<DynamicObject>,
+    /// `spec.conversion` of the CRDs that conversion webhooks convert (the CRDs in
+    /// [`RenderedBundle::crds`] have none).
+    pub conversions: Vec<CrdConversion>,
     /// The ServiceAccounts the bundle uses (the pull-secret copies go to all of them) and the
     /// ones opcat creates.
     pub service_account_names: ServiceAccounts,
@@ -92,6 +110,7 @@ impl RenderedBundle {
             .chain(&self.crds)
             .chain(&self.deployments)
             .chain(&self.others)
+            .chain(&self.webhooks)
     }
 }
 
@@ -117,6 +136,23 @@ pub enum RenderError {
     NoPodSpec {
         /// The Deployment's name.
         deployment: String,
+    },
+    /// A Deployment serves webhooks or API services, but the context has no certificate for it.
+    #[error(
+        "Deployment {deployment} serves webhooks or API services but has no serving certificate"
+    )]
+    MissingCertificate {
+        /// The Deployment's name.
+        deployment: String,
+    },
+    /// A conversion webhook's CRD keeps unknown fields (OLM's message).
+    #[error(
+        "CustomResourceDefinition {crd}: spec.preserveUnknownFields must be false to let the API \
+         server call the webhook to do the conversion"
+    )]
+    ConversionKeepsUnknownFields {
+        /// The CRD.
+        crd: String,
     },
     /// A rendered object cannot be represented as JSON.
     #[error("cannot render {kind} {name}: {message}")]
@@ -148,6 +184,8 @@ impl RenderError {
             Self::InstallMode(error) => error.kind(),
             Self::InvalidExtraLabel { .. } => "InvalidExtraLabel",
             Self::NoPodSpec { .. } => "InvalidInstallStrategy",
+            Self::MissingCertificate { .. } => "RenderFailed",
+            Self::ConversionKeepsUnknownFields { .. } => "InvalidWebhookDescription",
             Self::Serialize { .. } => "RenderFailed",
             Self::Conflict { .. } => "ObjectConflict",
         }
@@ -182,6 +220,14 @@ pub fn render(bundle: &Bundle, context: &RenderContext<'_>) -> Result<RenderedBu
             _ => others.push(objects::from_manifest(object, context, &stamp)),
         }
     }
+    serving::strip_conversions(csv, &mut crds);
+    let conversions = serving::conversions(csv, &crds, context)?;
+    let (services, serving_rbac) = serving::services_and_rbac(csv, context, &stamp)?;
+    // OLM replaces a bundle Service of the same name with its own; so does opcat.
+    others.retain(|object| !services.iter().any(|service| key(service) == key(object)));
+    others.extend(services);
+    rbac_objects.extend(serving_rbac);
+    let webhooks = webhooks::webhook_objects(csv, context, &stamp)?;
     let service_account_names = service_accounts(bundle);
     let accounts = objects::service_accounts(
         &service_account_manifests,
@@ -201,6 +247,8 @@ pub fn render(bundle: &Bundle, context: &RenderContext<'_>) -> Result<RenderedBu
         crds: sorted(crds)?,
         deployments: sorted(deployments)?,
         others: sorted(others)?,
+        webhooks: sorted(webhooks)?,
+        conversions,
         service_account_names,
         bundle_pull_secrets,
     })

@@ -6,7 +6,9 @@
 //!    deleted, the others lose it as an owner. A ServiceAccount no remaining CSV of opcat uses
 //!    loses every name opcat recorded on it (copies and the bundle's own names) and keeps the
 //!    rest of its list.
-//! 2. Every object labelled with this CSV is deleted — RBAC in other target namespaces and
+//! 2. CRDs whose conversion webhook is this install's Service go back to `strategy: None`
+//!    (unless another CSV in the namespace converts them: an upgrade). Every object labelled
+//!    with this CSV is deleted — RBAC in other target namespaces and
 //!    cluster-scoped objects included (they carry no ownerReference) — except CRDs (DESIGN
 //!    invariant 10). ServiceAccounts opcat created are among them; `default` and pre-existing
 //!    ones are not. Objects an upgrade relabelled for the newer CSV are not labelled with this
@@ -29,7 +31,7 @@ use super::error::CsvError;
 use super::events::{Audience, observe_plan, publish, reference};
 use super::observe::{self, SWEPT_KINDS, Sources};
 use super::propagation::{self, PropagationInputs};
-use super::{Csvs, copies, csv_writes, objects, service_accounts};
+use super::{Csvs, copies, csv_writes, objects, service_accounts, webhooks};
 use crate::api::ClusterServiceVersion;
 use crate::pull_secrets::service_account::{detach, recorded};
 use crate::pull_secrets::{
@@ -221,7 +223,9 @@ async fn run(
         }
     }
 
-    // Objects labelled with this CSV (never CRDs), then copies nobody uses.
+    // CRD conversions that call this install, then objects labelled with this CSV (never
+    // CRDs), then copies nobody uses.
+    webhooks::restore_conversions(context, csv, namespace).await?;
     let deleted = objects::delete_unlisted(client, &live, &BTreeSet::new()).await?;
     for key in &deleted {
         tracing::info!(namespace, csv = %name, object = %key, "deleted on uninstall");

@@ -10,9 +10,12 @@
 //! 3. RBAC;
 //! 4. CRDs, and the wait for `Established` when the bundle holds objects of their kinds; then
 //!    the preflight;
-//! 5. Deployments (their pod templates list the copies);
-//! 6. the other objects; then the sweep of what the render no longer produces, and last the
-//!    copies nobody needs any more.
+//! 5. the serving certificates of webhook and API-service Deployments (decided before the
+//!    render, which puts their CA into pod templates and `caBundle`s), then the Deployments
+//!    (their pod templates list the copies);
+//! 6. the other objects; the webhook configurations, APIServices and CRD conversions, now that
+//!    the Deployments serving them exist; then the sweep of what the render no longer produces,
+//!    and last the copies nobody needs any more.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,7 +33,7 @@ use super::observe::{self, ObjectKey};
 use super::propagation::{self, PropagationInputs};
 use super::requirements::Unmet;
 use super::status::{self, Health, PhaseUpdate};
-use super::{Csvs, copies, csv_writes, objects, report, service_accounts};
+use super::{Csvs, certificates, copies, csv_writes, objects, report, service_accounts, webhooks};
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase, csv_reasons};
 use crate::bundle::{RenderContext, RenderedBundle, ownership::CsvOwner, render};
 use crate::controller::apply::Outcome;
@@ -72,6 +75,8 @@ pub(super) async fn install(
         uid: csv.uid().unwrap_or_default(),
     };
     let extra_labels = BTreeMap::new();
+    let certificates =
+        certificates::plan(context, &read.bundle.csv, namespace, &owner, now.0).await?;
     let rendered = match render(
         &read.bundle,
         &RenderContext {
@@ -82,6 +87,7 @@ pub(super) async fn install(
             subscription_config: subscription.as_ref().and_then(|s| s.spec.config.as_ref()),
             pull_secret_names: &pod_template_secrets,
             extra_labels: &extra_labels,
+            serving_certificates: &certificates.serving,
         },
     ) {
         Ok(rendered) => rendered,
@@ -148,10 +154,13 @@ pub(super) async fn install(
         )
     };
     let lists_stale = |_: &DynamicObject, live: &DynamicObject| lists_any(live, &stale);
+    certificates::write(context, csv, &certificates).await?;
     objects::apply_all(context, &rendered.deployments, &live, lists_stale).await?;
-    // (6) The rest, then the sweep and the copies nobody uses.
+    // (6) The rest, webhooks, then the sweep and the copies nobody uses.
     objects::apply_all(context, &rendered.others, &live, no_force).await?;
-    let keep: BTreeSet<ObjectKey> = rendered.in_apply_order().map(ObjectKey::of).collect();
+    webhooks::apply(context, namespace, &rendered, &live).await?;
+    let mut keep: BTreeSet<ObjectKey> = rendered.in_apply_order().map(ObjectKey::of).collect();
+    keep.extend(certificates.keys());
     let swept = objects::delete_unlisted(client, &live, &keep).await?;
     for key in &swept {
         tracing::info!(namespace, csv = %name, object = %key, "deleted an object the bundle no longer has");

@@ -53,6 +53,20 @@ pub enum CsvError {
     /// labels, for instance).
     #[error("{kind} {object} exists and is not managed by opcat; opcat will not take it over")]
     Foreign { kind: String, object: String },
+    /// A serving certificate could not be generated.
+    #[error(transparent)]
+    Certificate(#[from] crate::certificates::CertificateError),
+    /// A cluster-wide object only one install can hold (an APIService, a CRD's conversion
+    /// webhook) is held by an install of the operator in another namespace.
+    #[error(
+        "{kind} {object} is served by the install in namespace {holder}; only one install of an \
+         operator can serve it"
+    )]
+    HeldElsewhere {
+        kind: String,
+        object: String,
+        holder: String,
+    },
 }
 
 impl CsvError {
@@ -75,6 +89,8 @@ impl ReconcileFailure for CsvError {
             Self::Resource(error) => error.kind(),
             Self::ServiceAccountContention { .. } => "conflict",
             Self::Foreign { .. } => "foreign_object",
+            Self::Certificate(_) => "certificate",
+            Self::HeldElsewhere { .. } => "held_elsewhere",
         }
     }
 
@@ -86,7 +102,7 @@ impl ReconcileFailure for CsvError {
             Self::BundleTask { .. } | Self::ServiceAccountContention { .. } => true,
             // A kind may become served once its CRD is installed.
             Self::Resource(_) => true,
-            Self::Foreign { .. } => false,
+            Self::Foreign { .. } | Self::Certificate(_) | Self::HeldElsewhere { .. } => false,
         }
     }
 }

@@ -13,9 +13,12 @@
 //!
 //! Module map — sequencing: `install`, `converge`, `cleanup`; reads: `observe`, `bundle`;
 //! pure: `requirements`, `propagation`, `status`, `report`, `triggers`; writes: `copies`,
-//! `service_accounts`, `objects`, `csv_writes`, `events`; registry: `preflight`.
+//! `service_accounts`, `objects`, `csv_writes`, `events`, `certificates` (serving certificate
+//! Secrets), `webhooks` (webhook configurations, APIServices, CRD conversions); registry:
+//! `preflight`.
 
 mod bundle;
+mod certificates;
 mod cleanup;
 mod converge;
 mod copies;
@@ -34,6 +37,7 @@ mod rotations;
 mod service_accounts;
 mod status;
 mod triggers;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -171,6 +175,7 @@ pub fn controller(
             },
         )
         .reconcile_on(source_changes);
+    let controller = webhooks::watch(controller, &context.client, &context.settings.scope);
     // Rotation timing for the metrics and the fast path, beside the controller (they stop with
     // it).
     let rotations = rotations::track(

@@ -40,6 +40,15 @@ pub const SWEPT_KINDS: &[(&str, &str)] = &[
     ("policy/v1", "PodDisruptionBudget"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("networking.k8s.io/v1", "NetworkPolicy"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    ("apiregistration.k8s.io/v1", "APIService"),
 ];
 
 /// Whether opcat manages `csv` (the CSV watch is label-selected already; this guards a CSV

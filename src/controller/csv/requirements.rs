@@ -95,7 +95,7 @@ pub fn targets(namespace: &str, operator_groups: &[&OperatorGroup]) -> Result<Ta
 pub fn installable(bundle: &Bundle, namespace: &str, targets: &Targets) -> Result<(), Unmet> {
     let csv: &ClusterServiceVersion = &bundle.csv;
     validate_for_install(csv).map_err(|error| Unmet::Failed {
-        reason: csv_reasons::INVALID_INSTALL_STRATEGY,
+        reason: error.kind(),
         message: error.to_string(),
     })?;
     check_install_mode(csv, namespace, &targets.namespaces).map_err(|error| Unmet::Failed {
