@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::formats::bytes_field;
 use super::{dns1035_msgs, subdomain_msgs};
 use crate::status::{Cause, invalid_value, not_supported, required};
 
@@ -58,7 +59,7 @@ pub(super) fn errors(obj: &Value) -> Vec<Cause> {
             "must be positive and less than 1000",
         ));
     }
-    let ca_len = ca_bundle_len(spec);
+    let ca_len = bytes_field(spec, "caBundle").len();
     let insecure = spec
         .get("insecureSkipTLSVerify")
         .and_then(Value::as_bool)
@@ -108,18 +109,6 @@ pub(super) fn errors(obj: &Value) -> Vec<Cause> {
     }
     out.extend(status_errors(obj));
     out
-}
-
-/// Decoded length of `spec.caBundle` (base64 on the wire, `[]byte` in Go).
-fn ca_bundle_len(spec: &Value) -> usize {
-    use base64::Engine as _;
-    let encoded = spec
-        .get("caBundle")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_or(encoded.len(), |b| b.len())
 }
 
 /// `ValidateAPIServiceStatus`: condition statuses are True, False or Unknown.

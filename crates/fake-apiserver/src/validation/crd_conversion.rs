@@ -11,6 +11,7 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use super::formats::bytes_field;
 use super::webhook_client::{client_config_errors, review_versions_errors};
 use crate::status::{Cause, forbidden_field, invalid_rendered, invalid_value, not_supported};
 
@@ -62,7 +63,7 @@ pub(super) fn errors(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
             )),
             Some(cc) => {
                 out.extend(client_config_errors(Some(cc), &cc_path));
-                let bundle = ca_bundle(cc);
+                let bundle = bytes_field(cc, "caBundle");
                 if !bundle.is_empty() && !allow_invalid_ca_bundle(old) {
                     out.extend(ca_bundle_errors(&format!("{cc_path}.caBundle"), &bundle));
                 }
@@ -85,16 +86,6 @@ pub(super) fn errors(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     out
 }
 
-fn ca_bundle(client_config: &Value) -> Vec<u8> {
-    let encoded = client_config
-        .get("caBundle")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .unwrap_or_else(|_| encoded.as_bytes().to_vec())
-}
-
 /// `allowInvalidCABundle`: a create, a CRD not yet `Established`, or one whose stored bundle
 /// is already invalid may carry any bundle; otherwise it must hold a certificate.
 fn allow_invalid_ca_bundle(old: Option<&Value>) -> bool {
@@ -113,7 +104,7 @@ fn allow_invalid_ca_bundle(old: Option<&Value>) -> bool {
     }
     match old.pointer("/spec/conversion/webhook/clientConfig") {
         Some(cc) => {
-            let bundle = ca_bundle(cc);
+            let bundle = bytes_field(cc, "caBundle");
             !bundle.is_empty() && root_pool_error(&bundle).is_some()
         }
         None => false,

@@ -11,6 +11,15 @@ use super::{
 };
 use crate::status::{Cause, forbidden_field, invalid_value, required};
 
+/// A Go `[]byte` field: base64 in JSON (taken as raw bytes if it does not decode).
+pub(super) fn bytes_field(obj: &Value, key: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let encoded = obj.get(key).and_then(Value::as_str).unwrap_or_default();
+    base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .unwrap_or_else(|_| encoded.as_bytes().to_vec())
+}
+
 /// The RFC 1123 subdomain regex alone (no length limit).
 pub(super) fn matches_subdomain(s: &str) -> bool {
     s.split('.').all(|part| {

@@ -17,7 +17,7 @@ use kube::api::{
 use kube::discovery::{Discovery, Scope};
 use serde_json::{Value, json};
 
-use crate::common::{server, status};
+use crate::common::{assert_invalid, server, status};
 
 /// A valid webhook named `name` (sideEffects and review versions given, the rest defaulted).
 pub fn hook(name: &str) -> Value {
@@ -40,6 +40,16 @@ fn configuration(kind: &str, name: &str, webhooks: Value) -> DynamicObject {
         "metadata": {"name": name}, "webhooks": webhooks,
     }))
     .unwrap()
+}
+
+/// Creates the ValidatingWebhookConfiguration `name` with `webhooks`.
+async fn create(
+    api: &Api<DynamicObject>,
+    name: &str,
+    webhooks: Value,
+) -> Result<DynamicObject, kube::Error> {
+    let config = configuration("ValidatingWebhookConfiguration", name, webhooks);
+    api.create(&PostParams::default(), &config).await
 }
 
 fn validating_api(client: kube::Client) -> Api<DynamicObject> {
@@ -84,16 +94,9 @@ async fn webhook_configurations_are_cluster_scoped_resources() {
 async fn v1_defaults_are_filled_in() {
     let (_server, client) = server();
     let api = validating_api(client.clone());
-    api.create(
-        &PostParams::default(),
-        &configuration(
-            "ValidatingWebhookConfiguration",
-            "widgets",
-            json!([hook("check.widgets.example.com")]),
-        ),
-    )
-    .await
-    .unwrap();
+    create(&api, "widgets", json!([hook("check.widgets.example.com")]))
+        .await
+        .unwrap();
     let typed: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let got = typed.get("widgets").await.unwrap();
     assert_eq!(got.metadata.generation, Some(1));
@@ -138,17 +141,13 @@ async fn watch_sees_changes_and_generation_follows_webhooks() {
         .await
         .unwrap()
         .boxed();
-    validating_api(client)
-        .create(
-            &PostParams::default(),
-            &configuration(
-                "ValidatingWebhookConfiguration",
-                "widgets",
-                json!([hook("check.widgets.example.com")]),
-            ),
-        )
-        .await
-        .unwrap();
+    create(
+        &validating_api(client),
+        "widgets",
+        json!([hook("check.widgets.example.com")]),
+    )
+    .await
+    .unwrap();
     api.patch(
         "widgets",
         &PatchParams::default(),
@@ -340,25 +339,10 @@ async fn invalid_webhooks_are_rejected_with_the_upstream_field_errors() {
             h[k] = v.clone();
         }
         let name = format!("case-{i}");
-        let err = status(
-            api.create(
-                &PostParams::default(),
-                &configuration("ValidatingWebhookConfiguration", &name, json!([h])),
-            )
-            .await,
-        );
-        assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{field}");
-        let cause = &err.details.as_ref().unwrap().causes[0];
-        assert_eq!(
-            (
-                cause.field.as_str(),
-                cause.reason.as_str(),
-                cause.message.as_str()
-            ),
-            (field, reason, message),
-            "case {i}: {}",
-            err.message
-        );
+        let err = assert_invalid(create(&api, &name, json!([h])).await, field, message);
+        let causes = &err.details.as_ref().unwrap().causes;
+        assert_eq!(causes.len(), 1, "case {i}: {causes:?}");
+        assert_eq!(causes[0].reason, reason, "case {i}");
         assert_eq!(
             err.message,
             format!(
@@ -376,17 +360,7 @@ async fn duplicate_names_are_refused_and_any_ca_bundle_is_kept() {
     let (_server, client) = server();
     let api = validating_api(client);
     let one = hook("check.widgets.example.com");
-    let err = status(
-        api.create(
-            &PostParams::default(),
-            &configuration(
-                "ValidatingWebhookConfiguration",
-                "widgets",
-                json!([one.clone(), one.clone()]),
-            ),
-        )
-        .await,
-    );
+    let err = status(create(&api, "widgets", json!([one.clone(), one.clone()])).await);
     let cause = &err.details.unwrap().causes[0];
     assert_eq!(cause.field, "webhooks[1].name");
     assert_eq!(
