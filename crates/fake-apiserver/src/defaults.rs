@@ -2,6 +2,8 @@
 //! (`pkg/apis/*/v1/defaults.go`), so a client that compares its desired object with the live
 //! one sees the same extra fields it would on a cluster. Only the kinds opcat writes.
 
+mod registration;
+
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
@@ -22,11 +24,14 @@ pub(crate) fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("apps", "Deployment") => deployment(obj),
         ("", "Service") => service(obj),
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => binding(obj),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            if let Some(spec) = obj_mut(obj, "spec") {
-                default_field(spec, "conversion", json!({"strategy": "None"}));
-            }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => registration::crd(obj),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            registration::webhook_configuration(obj, false);
         }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            registration::webhook_configuration(obj, true);
+        }
+        ("apiregistration.k8s.io", "APIService") => registration::api_service(obj),
         _ => {}
     }
 }

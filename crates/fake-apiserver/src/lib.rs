@@ -43,8 +43,11 @@
 //!
 //! * **Resources**: Namespace, Secret, ServiceAccount, ConfigMap, Service, Event (core and
 //!   `events.k8s.io`), Deployment, Role, RoleBinding, ClusterRole, ClusterRoleBinding, Lease,
-//!   CustomResourceDefinition, and every kind a CRD defines (served as soon as the CRD is
-//!   created, with its schema's list types, `status` subresource, pruning and defaults).
+//!   CustomResourceDefinition (with `spec.conversion` defaulted and validated),
+//!   ValidatingWebhookConfiguration and MutatingWebhookConfiguration
+//!   (`admissionregistration.k8s.io/v1`), APIService (`apiregistration.k8s.io/v1`, with
+//!   `status`), and every kind a CRD defines (served as soon as the CRD is created, with its
+//!   schema's list types, `status` subresource, pruning and defaults).
 //! * **Discovery**: `/api`, `/apis`, group and group-version documents, aggregated discovery
 //!   v2, `/version`, `/healthz`.
 //! * **Verbs**: create (`generateName`), get, list (label selectors `=`, `==`, `!=`, `in`,
@@ -68,8 +71,12 @@
 //!   `timeoutSeconds`.
 //! * **Validation** opcat can trip over: object names, label keys and values, annotation
 //!   size, finalizer names, owner references, Secret types (`.dockerconfigjson` must be JSON)
-//!   and immutability, Deployment selectors. Builtin defaults are applied (Secret `type`,
-//!   `stringData` folded into `data`, Deployment and PodSpec defaults, Service port defaults).
+//!   and immutability, Deployment selectors, webhook configurations (names, rules, side
+//!   effects, review versions, client config, timeouts, selectors), APIServices (name,
+//!   group/version, priorities, TLS settings) and CRD conversion (strategy, webhook client
+//!   config, review versions, `caBundle` once the CRD is established). Builtin defaults are
+//!   applied (Secret `type`, `stringData` folded into `data`, Deployment and PodSpec defaults,
+//!   Service port defaults, webhook and APIService defaults, CRD names and conversion).
 //!
 //! # Emulated controllers (each switchable on the [`Builder`])
 //!
@@ -79,6 +86,7 @@
 //! | ServiceAccount | [`Builder::service_account_controller`] | a `default` ServiceAccount in every active namespace |
 //! | Deployment | [`Builder::deployment_mode`] | status `observedGeneration`, replica counts, `Available`/`Progressing`; at once, or held unavailable until [`FakeApiServer::release_deployment`] |
 //! | CRD | [`Builder::crd_controller`] | `NamesAccepted`/`Established`, the `customresourcecleanup` finalizer, instances deleted with the CRD |
+//! | APIService availability | [`Builder::apiservice_controller`] | `Available` of a remote APIService: `ServiceNotFound`, `ServicePortError`, `EndpointsNotFound` (Service without selector), `MissingEndpoints` (no ready Deployment matches the selector), else `Passed`; local ones are `Available` (`Local`) from create on |
 //! | garbage collector | [`Builder::garbage_collector`] | background deletion of dependents whose owners are all gone (cross-namespace owners count as absent), dangling references removed when another owner remains, `foregroundDeletion` and `orphan` |
 //!
 //! Controllers run synchronously right after each write (their writes are not counted as
@@ -98,7 +106,7 @@
 //!   are granular structs and lists are atomic; fields missing from the real schema are
 //!   accepted instead of rejected ("field not declared in schema").
 //! * No version conversion of managed fields: every version of a CRD shares one schema (the
-//!   storage version's) and `conversion: None`.
+//!   storage version's) and objects are served unconverted, even with `conversion: Webhook`.
 //! * The cap of 10 `Update` entries (merged into `ancient-changes`) and the upgrade path from
 //!   kubectl's `last-applied-configuration` annotation.
 //! * Unions (`+unionDiscriminator`) and `fieldValidation=Strict|Warn` (nothing is reported).
@@ -110,6 +118,11 @@
 //! # Other differences from a real API server
 //!
 //! * No authentication, authorization (RBAC) or admission webhooks: every request is allowed.
+//!   Webhook configurations, APIServices and conversion webhooks are stored and validated but
+//!   never called; the aggregator's discovery check of an APIService backend is not made.
+//! * Webhook `matchConditions` expressions are not compiled as CEL; updates of webhook
+//!   configurations are held to the create rules (upstream relaxes them only for objects
+//!   stored before a rule existed).
 //! * Custom resources are pruned and defaulted by their structural schema but not validated
 //!   against it (types, `required`, `enum`, patterns, CEL rules).
 //! * Pods and ReplicaSets are not emulated: the Deployment controller only writes status.

@@ -127,6 +127,13 @@ impl Builder {
         self
     }
 
+    /// APIService `Available` conditions (the aggregator's availability controller; local
+    /// APIServices are Available on create either way). On by default.
+    pub fn apiservice_controller(mut self, on: bool) -> Self {
+        self.controllers.api_services = on;
+        self
+    }
+
     /// Garbage collection of owner references. On by default.
     pub fn garbage_collector(mut self, on: bool) -> Self {
         self.controllers.garbage_collector = on;

@@ -321,29 +321,73 @@ impl ApiError {
     }
 }
 
+/// `<type>` or `<type>: <detail>`: `field.Error.ErrorBody` appends the detail only when there
+/// is one (`k8s.io/apimachinery/pkg/util/validation/field/errors.go`).
+fn body(kind: &str, detail: &str) -> String {
+    if detail.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}: {detail}")
+    }
+}
+
 /// A field error for [`ApiError::invalid`], worded like `field.ErrorList`.
 pub(crate) fn required(field: &str, detail: &str) -> Cause {
     Cause {
         reason: "FieldValueRequired",
-        message: format!("Required value: {detail}"),
+        message: body("Required value", detail),
         field: field.to_string(),
     }
 }
 
 /// `Invalid value: "x": <detail>`.
 pub(crate) fn invalid_value(field: &str, value: &Value, detail: &str) -> Cause {
+    invalid_rendered(field, &value.to_string(), detail)
+}
+
+/// `Invalid value: <rendered>: <detail>`, for bad values Go prints with `%#v` (slices print
+/// as `[]string{"a", "b"}`, see [`go_slice`]).
+pub(crate) fn invalid_rendered(field: &str, rendered: &str, detail: &str) -> Cause {
     Cause {
         reason: "FieldValueInvalid",
-        message: format!("Invalid value: {value}: {detail}"),
+        message: body(&format!("Invalid value: {rendered}"), detail),
         field: field.to_string(),
     }
+}
+
+/// `Unsupported value: "x": supported values: "a", "b"` (`field.NotSupported`).
+pub(crate) fn not_supported(field: &str, value: &Value, supported: &[&str]) -> Cause {
+    let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+    Cause {
+        reason: "FieldValueNotSupported",
+        message: format!(
+            "Unsupported value: {value}: supported values: {}",
+            quoted.join(", ")
+        ),
+        field: field.to_string(),
+    }
+}
+
+/// `Duplicate value: "x"` (`field.Duplicate`).
+pub(crate) fn duplicate(field: &str, value: &Value) -> Cause {
+    Cause {
+        reason: "FieldValueDuplicate",
+        message: format!("Duplicate value: {value}"),
+        field: field.to_string(),
+    }
+}
+
+/// A list of strings as Go's `%#v` prints a slice of `type_name`: `[]string{"a", "b"}`.
+pub(crate) fn go_slice(type_name: &str, items: &[Value]) -> String {
+    let parts: Vec<String> = items.iter().map(Value::to_string).collect();
+    format!("[]{type_name}{{{}}}", parts.join(", "))
 }
 
 /// `Forbidden: <detail>`.
 pub(crate) fn forbidden_field(field: &str, detail: &str) -> Cause {
     Cause {
         reason: "FieldValueForbidden",
-        message: format!("Forbidden: {detail}"),
+        message: body("Forbidden", detail),
         field: field.to_string(),
     }
 }

@@ -2,15 +2,23 @@
 //! and `pkg/apis/core/validation`: object names, label and annotation keys and values,
 //! finalizer names, owner references, Secret types and immutability, Deployment selectors.
 
+mod admission;
+mod apiservice;
+mod crd_conversion;
+mod formats;
+mod webhook_client;
+
+pub(crate) use formats::{dns1035_msgs, label_value_errors, subdomain_msgs};
+
 use serde_json::{Value, json};
 
 use crate::status::{Cause, forbidden_field, invalid_value, required};
 
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+pub(crate) const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+pub(crate) const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+pub(crate) const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
 const MAX_SECRET_BYTES: usize = 1024 * 1024;
 
@@ -29,6 +37,9 @@ impl NameRule {
             ("", "Namespace") => NameRule::Label,
             ("", "Service") => NameRule::Dns1035,
             ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
+            // `ValidateAPIService`: a path segment that must also equal `version.group`
+            // (checked with the spec in `validation::apiservice`).
+            ("apiregistration.k8s.io", "APIService") => NameRule::PathSegment,
             _ => NameRule::Subdomain,
         }
     }
@@ -45,18 +56,10 @@ fn is_dns_label(s: &str) -> bool {
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|part| {
-            let b = part.as_bytes();
-            !b.is_empty()
-                && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-                && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        })
+    s.len() <= 253 && formats::matches_subdomain(s)
 }
 
-fn is_qualified_part(s: &str) -> bool {
+pub(crate) fn is_qualified_part(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
@@ -93,15 +96,18 @@ pub(crate) fn name_errors(field: &str, name: &str, rule: NameRule) -> Vec<Cause>
         NameRule::PathSegment if name == "." || name == ".." => {
             vec![invalid_value(field, &v, &format!("may not be '{name}'"))]
         }
-        NameRule::PathSegment if name.contains('/') || name.contains('%') => {
-            vec![invalid_value(field, &v, "may not contain '/' or '%'")]
-        }
+        // `IsValidPathSegmentName` (`k8s.io/apimachinery/pkg/api/validation/path/name.go`).
+        NameRule::PathSegment => ["/", "%"]
+            .into_iter()
+            .filter(|bad| name.contains(bad))
+            .map(|bad| invalid_value(field, &v, &format!("may not contain '{bad}'")))
+            .collect(),
         _ => Vec::new(),
     }
 }
 
 /// Errors for a qualified name (`prefix/name`) used as a label, annotation or finalizer key.
-fn qualified_name_errors(field: &str, key: &str) -> Vec<Cause> {
+pub(crate) fn qualified_name_errors(field: &str, key: &str) -> Vec<Cause> {
     let v = json!(key);
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
@@ -143,16 +149,10 @@ pub(crate) fn metadata_errors(obj: &Value) -> Vec<Cause> {
     {
         for (k, v) in labels {
             out.extend(qualified_name_errors("metadata.labels", k));
-            let value = v.as_str().unwrap_or_default();
-            if value.len() > 63 {
-                out.push(invalid_value(
-                    "metadata.labels",
-                    v,
-                    "must be no more than 63 characters",
-                ));
-            } else if !value.is_empty() && !is_qualified_part(value) {
-                out.push(invalid_value("metadata.labels", v, LABEL_VALUE_MSG));
-            }
+            out.extend(label_value_errors(
+                "metadata.labels",
+                v.as_str().unwrap_or_default(),
+            ));
         }
     }
     if let Some(ann) = meta
@@ -307,6 +307,16 @@ pub(crate) fn kind_errors(group: &str, kind: &str, obj: &Value, old: Option<&Val
             }
         }
         ("apps", "Deployment") => out.extend(deployment_errors(obj, old)),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            out.extend(admission::configuration_errors(obj, false));
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            out.extend(admission::configuration_errors(obj, true));
+        }
+        ("apiregistration.k8s.io", "APIService") => out.extend(apiservice::errors(obj)),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            out.extend(crd_conversion::errors(obj, old));
+        }
         _ => {}
     }
     out

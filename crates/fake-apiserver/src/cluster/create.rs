@@ -147,6 +147,7 @@ impl Cluster {
             );
         }
         write_managed_fields(&mut obj, &managed);
+        crate::controllers::apiservice::prepare_for_create(&info, &mut obj);
         if self.store.get(&info.key(), &t.namespace, &name).is_some() {
             return Err(ApiError::already_exists(info.group_resource(), &name));
         }

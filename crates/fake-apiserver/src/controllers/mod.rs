@@ -1,9 +1,10 @@
 //! Emulated cluster controllers, each switchable: namespace lifecycle, the ServiceAccount
-//! controller, a minimal Deployment controller, CRD establishment and cleanup, and the
-//! garbage collector. They run synchronously after each write, from a work queue, until
+//! controller, a minimal Deployment controller, CRD establishment and cleanup, APIService
+//! availability, and the garbage collector. They run synchronously after each write, from a work queue, until
 //! nothing is left to do — so a test observes their effects as soon as the write returns
 //! (as watch events and `resourceVersion` bumps, like the real asynchronous controllers).
 
+pub(crate) mod apiservice;
 pub(crate) mod crd;
 pub(crate) mod deployment;
 pub(crate) mod gc;
@@ -25,6 +26,7 @@ pub(crate) struct ControllerConfig {
     pub(crate) deployments: DeploymentMode,
     pub(crate) crds: bool,
     pub(crate) garbage_collector: bool,
+    pub(crate) api_services: bool,
 }
 
 impl Default for ControllerConfig {
@@ -35,6 +37,7 @@ impl Default for ControllerConfig {
             deployments: DeploymentMode::Available,
             crds: true,
             garbage_collector: true,
+            api_services: true,
         }
     }
 }
@@ -92,6 +95,12 @@ impl Cluster {
         if is_kind(&r.key, "apps", "deployments") {
             self.deployment_written(r, &obj);
         }
+        if self.controllers.api_services {
+            if is_kind(&r.key, "apiregistration.k8s.io", "apiservices") {
+                self.apiservice_written(&r.name, &obj);
+            }
+            self.apiservices_backed_in(r);
+        }
         if self.controllers.garbage_collector {
             self.gc_written(r, &obj);
         }
@@ -105,6 +114,9 @@ impl Cluster {
             self.namespace_content_removed(&r.namespace);
         }
         self.crd_content_removed(r);
+        if self.controllers.api_services {
+            self.apiservices_backed_in(r);
+        }
     }
 
     /// Internal update of the object at `r` through the normal write path, as `manager`.

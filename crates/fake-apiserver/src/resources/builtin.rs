@@ -11,17 +11,42 @@ use crate::schema::Schema;
 
 const NAME_NAMESPACE: &[&str] = &["metadata.name", "metadata.namespace"];
 
-struct Spec {
+pub(super) struct Spec {
+    pub(super) group: &'static str,
+    pub(super) version: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) plural: &'static str,
+    pub(super) short_names: &'static [&'static str],
+    pub(super) categories: &'static [&'static str],
+    pub(super) namespaced: bool,
+    pub(super) has_status: bool,
+    pub(super) tracks_generation: bool,
+    pub(super) extra_field_labels: &'static [&'static str],
+    pub(super) schema: fn() -> Schema,
+}
+
+/// A kind with no status, generation, categories or extra field labels, and the base schema.
+pub(super) fn plain(
     group: &'static str,
     version: &'static str,
     kind: &'static str,
     plural: &'static str,
     short_names: &'static [&'static str],
     namespaced: bool,
-    has_status: bool,
-    tracks_generation: bool,
-    extra_field_labels: &'static [&'static str],
-    schema: fn() -> Schema,
+) -> Spec {
+    Spec {
+        group,
+        version,
+        kind,
+        plural,
+        short_names,
+        categories: &[],
+        namespaced,
+        has_status: false,
+        tracks_generation: false,
+        extra_field_labels: &[],
+        schema: base,
+    }
 }
 
 /// Paths every object has (`ObjectMeta`).
@@ -38,7 +63,7 @@ pub(crate) fn object_meta(root: &mut Schema, prefix: &str) {
     );
 }
 
-fn base() -> Schema {
+pub(super) fn base() -> Schema {
     let mut s = Schema::open_struct();
     object_meta(&mut s, "metadata");
     s
@@ -84,7 +109,7 @@ fn pod_template(root: &mut Schema, prefix: &str) {
     );
 }
 
-fn conditions(root: &mut Schema) {
+pub(super) fn conditions(root: &mut Schema) {
     root.set("status.conditions", Schema::map_list(&["type"]));
 }
 
@@ -174,19 +199,7 @@ const EVENT_FIELDS: &[&str] = &[
 ];
 
 fn specs() -> Vec<Spec> {
-    let plain = |group, version, kind, plural, short_names, namespaced| Spec {
-        group,
-        version,
-        kind,
-        plural,
-        short_names,
-        namespaced,
-        has_status: false,
-        tracks_generation: false,
-        extra_field_labels: &[],
-        schema: base,
-    };
-    vec![
+    let mut specs = vec![
         Spec {
             has_status: true,
             extra_field_labels: &["status.phase"],
@@ -208,6 +221,7 @@ fn specs() -> Vec<Spec> {
         },
         Spec {
             has_status: true,
+            categories: &["all"],
             extra_field_labels: &["spec.clusterIP", "spec.type"],
             schema: service,
             ..plain("", "v1", "Service", "services", &["svc"], true)
@@ -219,6 +233,7 @@ fn specs() -> Vec<Spec> {
         Spec {
             has_status: true,
             tracks_generation: true,
+            categories: &["all"],
             schema: deployment,
             ..plain("apps", "v1", "Deployment", "deployments", &["deploy"], true)
         },
@@ -269,6 +284,7 @@ fn specs() -> Vec<Spec> {
         Spec {
             has_status: true,
             tracks_generation: true,
+            categories: super::registration::API_EXTENSIONS,
             schema: crd,
             ..plain(
                 "apiextensions.k8s.io",
@@ -292,7 +308,9 @@ fn specs() -> Vec<Spec> {
             ],
             ..plain("events.k8s.io", "v1", "Event", "events", &["ev"], true)
         },
-    ]
+    ];
+    specs.extend(super::registration::specs());
+    specs
 }
 
 /// Every builtin resource.
@@ -309,11 +327,7 @@ pub(crate) fn all() -> Vec<ResourceInfo> {
                 plural: s.plural.to_string(),
                 singular: s.kind.to_lowercase(),
                 short_names: s.short_names.iter().map(|n| (*n).to_string()).collect(),
-                categories: if s.kind == "Deployment" || s.kind == "Service" {
-                    vec!["all".to_string()]
-                } else {
-                    Vec::new()
-                },
+                categories: s.categories.iter().map(|c| (*c).to_string()).collect(),
                 namespaced: s.namespaced,
                 has_status: s.has_status,
                 tracks_generation: s.tracks_generation,

@@ -4,6 +4,7 @@
 
 pub(crate) mod builtin;
 pub(crate) mod crd;
+mod registration;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -71,6 +71,25 @@ pub fn status<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> Box<Status>
     }
 }
 
+/// Asserts that a call failed with 422 Invalid naming `field` with exactly `message` among
+/// its causes, and returns the `Status`.
+pub fn assert_invalid<T: std::fmt::Debug>(
+    result: Result<T, kube::Error>,
+    field: &str,
+    message: &str,
+) -> Box<Status> {
+    let err = status(result);
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{field}");
+    let causes = &err.details.as_ref().expect("details").causes;
+    assert!(
+        causes
+            .iter()
+            .any(|c| c.field == field && c.message == message),
+        "{field} {message}: {causes:?}"
+    );
+    err
+}
+
 /// Polls `check` until it returns true, failing after `within`.
 pub async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
 where

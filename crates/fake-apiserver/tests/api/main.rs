@@ -6,9 +6,12 @@
 // helper functions of integration tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admission;
+mod apiservice;
 mod apply;
 mod common;
 mod controllers;
+mod crd_conversion;
 mod crud;
 mod discovery;
 mod finalizers;
