@@ -21,6 +21,7 @@ fn default_field(map: &mut Map<String, Value>, key: &str, value: Value) {
 pub(crate) fn apply(group: &str, kind: &str, obj: &mut Value) {
     match (group, kind) {
         ("", "Secret") => secret(obj),
+        ("", "Namespace") => namespace(obj),
         ("apps", "Deployment") => deployment(obj),
         ("", "Service") => service(obj),
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => binding(obj),
@@ -33,6 +34,32 @@ pub(crate) fn apply(group: &str, kind: &str, obj: &mut Value) {
         }
         ("apiregistration.k8s.io", "APIService") => registration::api_service(obj),
         _ => {}
+    }
+}
+
+/// The label `kubernetes.io/metadata.name` set to the name, on every create and update, so no
+/// client can change or remove it (`pkg/apis/core/v1/defaults.go`, `SetDefaults_Namespace`;
+/// `pkg/registry/core/namespace/strategy.go`, `Canonicalize`; GA since Kubernetes 1.22).
+fn namespace(obj: &mut Value) {
+    let Some(name) = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+    else {
+        return;
+    };
+    let Some(meta) = obj_mut(obj, "metadata") else {
+        return;
+    };
+    let labels = meta
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !labels.is_object() {
+        *labels = Value::Object(Map::new());
+    }
+    if let Value::Object(labels) = labels {
+        labels.insert("kubernetes.io/metadata.name".into(), Value::String(name));
     }
 }
 

@@ -163,3 +163,34 @@ async fn crds_are_established_and_clean_up() {
         "the kind is no longer served"
     );
 }
+
+/// Every Namespace carries `kubernetes.io/metadata.name=<name>`, set by the server on create and
+/// put back on update (`pkg/apis/core/v1/defaults.go` `SetDefaults_Namespace`,
+/// `pkg/registry/core/namespace/strategy.go` `Canonicalize`).
+#[tokio::test]
+async fn namespaces_are_labelled_with_their_name() {
+    let (_server, client) = server();
+    create_namespace(&client, "team-a").await;
+    let api: Api<Namespace> = Api::all(client.clone());
+    let label = |ns: &Namespace| {
+        ns.metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get("kubernetes.io/metadata.name").cloned())
+    };
+    assert_eq!(
+        label(&api.get("team-a").await.unwrap()).as_deref(),
+        Some("team-a")
+    );
+    let patched = api
+        .patch(
+            "team-a",
+            &PatchParams::default(),
+            &Patch::Merge(json!(
+                {"metadata": {"labels": {"kubernetes.io/metadata.name": "other", "x": "y"}}}
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(label(&patched).as_deref(), Some("team-a"));
+}
