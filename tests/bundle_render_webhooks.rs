@@ -282,7 +282,10 @@ fn an_owned_api_service_gets_a_service_and_an_apiservice_with_the_ca() {
     let service: Service = one(&rendered.others, "Service");
     assert_eq!(
         serde_json::to_value(service.spec.unwrap().ports).unwrap(),
-        json!([{"name": "8443", "port": 8443, "targetPort": 8443}])
+        json!([
+            {"name": "443", "port": 443, "targetPort": 9443},
+            {"name": "8443", "port": 8443, "targetPort": 8443},
+        ])
     );
     let material = &install.certificates["metrics-server"];
     handshake(

@@ -127,12 +127,21 @@ impl Env {
 
     /// Starts the manager with custom settings.
     pub fn start_manager_with(&mut self, settings: Settings) {
+        self.start_manager_with_clock(settings, Arc::new(SystemClock));
+    }
+
+    /// Starts the manager with custom settings and clock.
+    pub fn start_manager_with_clock(
+        &mut self,
+        settings: Settings,
+        clock: Arc<dyn opcat::controller::clock::Clock>,
+    ) {
         assert!(self.manager.is_none(), "manager already running");
         let (stop, stopped) = oneshot::channel::<()>();
         let running = manager::start(
             self.api.client_as(MANAGER_AGENT),
             self.opcat_registry.clone(),
-            Arc::new(SystemClock),
+            clock,
             settings,
             async move {
                 let _ = stopped.await;

@@ -5,8 +5,10 @@
 use std::io::{Read, Write};
 use std::sync::Arc;
 
+use k8s_openapi::jiff::Timestamp;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::time_provider::TimeProvider;
 use rustls::{
     ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
 };
@@ -15,22 +17,46 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// A clock for both ends of the handshake.
+#[derive(Debug)]
+struct At(UnixTime);
+
+impl TimeProvider for At {
+    fn current_time(&self) -> Option<UnixTime> {
+        Some(self.0)
+    }
+}
+
 /// Connects a client trusting only the certificates of `ca_bundle` (PEM), with SNI
-/// `server_name`, to a server presenting `cert_pem` with `key_pem`, and exchanges one message
-/// each way. `Err` carries the handshake's error.
+/// `server_name`, to a server presenting `cert_pem` with `key_pem`, and sends one message.
+/// `Err` carries the handshake's error.
 pub fn handshake(
     ca_bundle: &str,
     cert_pem: &str,
     key_pem: &str,
     server_name: &str,
 ) -> Result<(), String> {
+    handshake_at(ca_bundle, cert_pem, key_pem, server_name, Timestamp::now())
+}
+
+/// [`handshake`] as if it happened at `at` (certificates issued by a manager on a manual clock).
+pub fn handshake_at(
+    ca_bundle: &str,
+    cert_pem: &str,
+    key_pem: &str,
+    server_name: &str,
+    at: Timestamp,
+) -> Result<(), String> {
+    let time: Arc<dyn TimeProvider> = Arc::new(At(UnixTime::since_unix_epoch(
+        std::time::Duration::from_secs(u64::try_from(at.as_second()).unwrap()),
+    )));
     let mut roots = RootCertStore::empty();
     for ca in CertificateDer::pem_slice_iter(ca_bundle.as_bytes()) {
         roots
             .add(ca.map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
     }
-    let client_config = ClientConfig::builder_with_provider(provider())
+    let client_config = ClientConfig::builder_with_details(provider(), time.clone())
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots)
@@ -39,7 +65,7 @@ pub fn handshake(
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| e.to_string())?;
-    let server_config = ServerConfig::builder_with_provider(provider())
+    let server_config = ServerConfig::builder_with_details(provider(), time)
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()
