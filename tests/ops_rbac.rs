@@ -83,6 +83,9 @@ async fn the_cluster_role_allows_every_request_the_manager_and_leader_election_m
         (Verb::Watch, "clusterserviceversions"),
         (Verb::Watch, "deployments"),
         (Verb::Watch, "namespaces"),
+        (Verb::Watch, "validatingwebhookconfigurations"),
+        (Verb::Watch, "mutatingwebhookconfigurations"),
+        (Verb::Watch, "apiservices"),
         (Verb::Watch, "leases"),
         (Verb::Patch, "leases"),
     ] {

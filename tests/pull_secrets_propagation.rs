@@ -383,8 +383,9 @@ fn rotated_events(env: &Env, namespace: &str) -> Vec<String> {
 }
 
 /// DESIGN invariant 11: Secrets are listed and watched by name or by a label only opcat's own
-/// objects carry (copies: `opcat.dev/managed=true`; Secrets a bundle ships:
-/// `app.kubernetes.io/managed-by=opcat` with the CSV's labels), never wholesale.
+/// objects carry (copies: `opcat.dev/managed=true`; Secrets a bundle ships and webhook serving
+/// certificates: `app.kubernetes.io/managed-by=opcat` with the CSV's or the certificate
+/// label), never wholesale.
 fn assert_secrets_read_narrowly(reads: &[fake_apiserver::CollectionRead]) {
     let secrets: Vec<_> = reads
         .iter()

@@ -218,8 +218,10 @@ pub(super) fn watch(
     client: &Client,
     scope: &Scope,
 ) -> Controller<ClusterServiceVersion> {
-    let certificates = watcher::Config::default()
-        .labels(&format!("{CERTIFICATE_LABEL}={CERTIFICATE_LABEL_VALUE}"));
+    let certificates = watcher::Config::default().labels(&format!(
+        "{},{CERTIFICATE_LABEL}={CERTIFICATE_LABEL_VALUE}",
+        created_by_opcat()
+    ));
     let ours = watcher::Config::default().labels(&created_by_opcat());
     let secrets: Api<PartialObjectMeta<Secret>> = match scope {
         Scope::Cluster => Api::all(client.clone()),
