@@ -397,6 +397,28 @@ async fn a_certificate_near_expiry_is_rotated_every_ca_bundle_follows_and_pods_r
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(generation(), before + 1, "one rollout for the rotation");
+    // Users are told, and no event or status shows key material.
+    let events = env
+        .api
+        .list::<k8s_openapi::api::events::v1::Event>(Some(NS));
+    let reasons: Vec<_> = events.iter().filter_map(|e| e.reason.clone()).collect();
+    for reason in ["ServingCertificateIssued", "ServingCertificateRotated"] {
+        assert!(reasons.iter().any(|r| r == reason), "{reason}: {reasons:?}");
+    }
+    let key_body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    let status = serde_json::to_string(
+        &env.api
+            .get::<ClusterServiceVersion>(NS, &csv.name_any())
+            .unwrap()
+            .status,
+    )
+    .unwrap();
+    for text in events.iter().filter_map(|e| e.note.clone()).chain([status]) {
+        assert!(
+            !text.contains("-----BEGIN") && !text.contains(&key_body[..20]),
+            "{text}"
+        );
+    }
 
     // The next day the old CA leaves the bundles; the pods are not restarted for that.
     clock.advance(Duration::from_secs(86_400));
@@ -481,6 +503,12 @@ async fn an_owned_api_service_installs_and_webhooks_are_scoped_to_the_target_nam
         .api
         .get::<APIService>("", "v1beta1.metrics.example.com")
         .expect("APIService");
+    // Succeeded waits for the aggregator, as OLM's install check does.
+    let available = api_service.status.unwrap().conditions.unwrap();
+    assert_eq!(
+        (available[0].type_.as_str(), available[0].status.as_str()),
+        ("Available", "True")
+    );
     let spec = api_service.spec.unwrap();
     let reference = spec.service.unwrap();
     assert_eq!(

@@ -18,8 +18,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::Api;
+use kube::runtime::events::EventType;
 
 use super::error::CsvError;
+use super::events::reference;
 use super::observe::ObjectKey;
 use crate::api::ClusterServiceVersion;
 use crate::bundle::ownership::{
@@ -29,10 +31,15 @@ use crate::bundle::render::ServingCertificate;
 use crate::bundle::serving::{ServedDeployment, served_deployments};
 use crate::certificates::{
     self, Action, CA_HASH_ANNOTATION, CERTIFICATE_LABEL, CERTIFICATE_LABEL_VALUE, Material,
-    ServiceIdentity,
+    ServiceIdentity, Stale,
 };
 use crate::controller::apply::{Outcome, apply_typed};
 use crate::controller::context::Context;
+
+/// Event on the CSV when a serving certificate is first issued.
+const EVENT_ISSUED: &str = "ServingCertificateIssued";
+/// Event on the CSV when a serving certificate is replaced (near expiry, or unusable).
+const EVENT_ROTATED: &str = "ServingCertificateRotated";
 
 /// `type` of the certificate Secrets.
 const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
@@ -133,14 +140,33 @@ pub(super) async fn write(
         if outcome == Outcome::Applied
             && let Action::Issued(reason) = &decided.action
         {
+            let secret = decided.desired.name_any();
             tracing::info!(
                 namespace = %namespace,
                 csv = %csv.name_any(),
-                secret = %decided.desired.name_any(),
+                secret = %secret,
                 service = %decided.service,
                 reason = %reason,
                 "issued a serving certificate"
             );
+            let event = if *reason == Stale::Missing {
+                EVENT_ISSUED
+            } else {
+                EVENT_ROTATED
+            };
+            context
+                .event(
+                    &reference(csv),
+                    EventType::Normal,
+                    event,
+                    "Install",
+                    Some(format!(
+                        "serving certificate of {} in Secret {secret}: {reason}; the CA \
+                         bundles and the Deployment follow",
+                        decided.service
+                    )),
+                )
+                .await;
         }
     }
     Ok(())

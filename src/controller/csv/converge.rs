@@ -198,6 +198,7 @@ pub(super) async fn install(
             .map(|d| d.metadata.name.as_deref().unwrap_or_default()),
         |deployment| store.get(&ObjectRef::new(deployment).within(namespace)),
     );
+    let health = webhooks::api_service_health(context, &rendered, health).await?;
     let update = status::after_install(
         status::phase(csv.status.as_ref()),
         status::reason(csv.status.as_ref()),

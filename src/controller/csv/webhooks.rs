@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 use super::error::CsvError;
 use super::objects;
 use super::observe::{self, LabelledObjects};
+use super::status::Health;
 use crate::api::{ClusterServiceVersion, FIELD_MANAGER};
 use crate::bundle::RenderedBundle;
 use crate::bundle::ownership::{CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL};
@@ -89,6 +90,55 @@ pub(super) async fn apply(
         tracing::info!(namespace, crd = %name, service = %conversion.service, "conversion webhook set");
     }
     Ok(())
+}
+
+/// OLM's install check for owned API services: the install is healthy once its Deployments
+/// are and every APIService reports `Available` (the aggregator reached the operator's
+/// server through the Service with the CA bundle).
+pub(super) async fn api_service_health(
+    context: &Context,
+    rendered: &RenderedBundle,
+    health: Health,
+) -> Result<Health, CsvError> {
+    if health != Health::Ready {
+        return Ok(health);
+    }
+    let api: Api<APIService> = Api::all(context.client.clone());
+    for object in &rendered.webhooks {
+        if object
+            .types
+            .as_ref()
+            .is_none_or(|types| types.kind != API_SERVICE_KIND)
+        {
+            continue;
+        }
+        let name = object.name_any();
+        let live = api
+            .get_opt(&name)
+            .await
+            .map_err(|source| CsvError::read(format!("APIService {name}"), source))?;
+        let available = live
+            .as_ref()
+            .and_then(|service| service.status.as_ref())
+            .and_then(|status| status.conditions.as_ref())
+            .and_then(|conditions| conditions.iter().find(|c| c.type_ == "Available"));
+        match available {
+            Some(condition) if condition.status == "True" => {}
+            Some(condition) => {
+                return Ok(Health::NotReady(format!(
+                    "waiting for APIService {name} to become available: {}: {}",
+                    condition.reason.as_deref().unwrap_or_default(),
+                    condition.message.as_deref().unwrap_or_default()
+                )));
+            }
+            None => {
+                return Ok(Health::NotReady(format!(
+                    "waiting for APIService {name} to become available"
+                )));
+            }
+        }
+    }
+    Ok(Health::Ready)
 }
 
 /// On uninstall: every CRD this CSV converts whose conversion still calls this install's
