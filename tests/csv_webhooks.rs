@@ -325,6 +325,40 @@ async fn three_kinds_of_webhooks_install_with_a_certificate_their_ca_bundles_ver
     })
     .await;
 
+    // Deleting the certificate Secret forces a rotation (docs/operating.md): a new CA, every
+    // bundle follows, the old CA is not trusted any more.
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), NS);
+    secrets
+        .delete(CERT_SECRET, &Default::default())
+        .await
+        .unwrap();
+    env.wait_until("a new certificate", TIMEOUT, || {
+        env.api
+            .get::<Secret>(NS, CERT_SECRET)
+            .is_some_and(|secret| text(&secret, "ca.crt") != ca)
+    })
+    .await;
+    let secret = env.api.get::<Secret>(NS, CERT_SECRET).unwrap();
+    let new_ca = text(&secret, "ca.crt");
+    env.wait_until("every CA bundle follows", TIMEOUT, || {
+        ca_bundles(&env).iter().all(|bundle| *bundle == new_ca)
+    })
+    .await;
+    for bundle in ca_bundles(&env) {
+        let host = format!("{SERVICE}.{NS}.svc");
+        handshake(
+            &bundle,
+            &text(&secret, "tls.crt"),
+            &text(&secret, "tls.key"),
+            &host,
+        )
+        .unwrap();
+        assert!(
+            handshake(&bundle, &cert, &key, &host).is_err(),
+            "the old CA is gone"
+        );
+    }
+
     // Uninstall: nothing of opcat's is left but the CRD, whose conversion is None again.
     delete_csv(&env, NS, &csv.name_any()).await;
     wait_gone(&env, NS, &csv.name_any()).await;
