@@ -33,7 +33,7 @@ use opcat::api::ClusterServiceVersionPhase as Phase;
 use opcat::controller::clock::{Clock, ManualClock};
 use opcat::controller::context::Settings;
 use support::Env;
-use webhook_support::{handshake, handshake_at};
+use webhook_support::{conversion_client, handshake, handshake_at};
 
 const NS: &str = "webhooks";
 const SECRET: &str = "registry-creds";
@@ -88,6 +88,15 @@ fn text(secret: &Secret, key: &str) -> String {
     String::from_utf8(secret.data.as_ref().unwrap()[key].0.clone()).unwrap()
 }
 
+/// CA, serving certificate and key of a certificate Secret.
+fn material(secret: &Secret) -> (String, String, String) {
+    (
+        text(secret, "ca.crt"),
+        text(secret, "tls.crt"),
+        text(secret, "tls.key"),
+    )
+}
+
 fn validating(env: &Env, webhook: &str) -> Option<ValidatingWebhookConfiguration> {
     env.api
         .list::<ValidatingWebhookConfiguration>(None)
@@ -111,15 +120,7 @@ fn bundle_of(config: &Option<k8s_openapi::ByteString>) -> String {
 fn ca_bundles(env: &Env) -> Vec<String> {
     let validating = validating(env, "vgizmo.webhook.example.com").unwrap();
     let mutating = mutating(env, "mgizmo.webhook.example.com").unwrap();
-    let crd = env.api.get::<CustomResourceDefinition>("", CRD).unwrap();
-    let conversion = crd
-        .spec
-        .conversion
-        .unwrap()
-        .webhook
-        .unwrap()
-        .client_config
-        .unwrap();
+    let conversion = conversion_client(&env.api.get::<CustomResourceDefinition>("", CRD).unwrap());
     vec![
         bundle_of(&validating.webhooks.unwrap()[0].client_config.ca_bundle),
         bundle_of(&mutating.webhooks.unwrap()[0].client_config.ca_bundle),
@@ -192,11 +193,7 @@ async fn three_kinds_of_webhooks_install_with_a_certificate_their_ca_bundles_ver
     assert_eq!(labels["opcat.dev/serving-certificate"], "true");
     assert_eq!(labels["opcat.dev/csv"], csv.name_any());
     assert_eq!(secret.owner_references()[0].uid, csv.uid().unwrap());
-    let (ca, cert, key) = (
-        text(&secret, "ca.crt"),
-        text(&secret, "tls.crt"),
-        text(&secret, "tls.key"),
-    );
+    let (ca, cert, key) = material(&secret);
     assert_eq!(secret.annotations()["olmcahash"], sha256_hex(&ca));
 
     // The Service routes 443 to the webhook server's port.
@@ -234,15 +231,7 @@ async fn three_kinds_of_webhooks_install_with_a_certificate_their_ca_bundles_ver
         Default::default()
     );
     let crd = env.api.get::<CustomResourceDefinition>("", CRD).unwrap();
-    let conversion = crd.spec.conversion.unwrap();
-    assert_eq!(conversion.strategy, "Webhook");
-    let service_ref = conversion
-        .webhook
-        .unwrap()
-        .client_config
-        .unwrap()
-        .service
-        .unwrap();
+    let service_ref = conversion_client(&crd).service.unwrap();
     assert_eq!(
         (
             service_ref.name,
@@ -407,11 +396,7 @@ async fn a_certificate_near_expiry_is_rotated_every_ca_bundle_follows_and_pods_r
     })
     .await;
     let secret = env.api.get::<Secret>(NS, CERT_SECRET).unwrap();
-    let (new_ca, cert, key) = (
-        text(&secret, "ca.crt"),
-        text(&secret, "tls.crt"),
-        text(&secret, "tls.key"),
-    );
+    let (new_ca, cert, key) = material(&secret);
     env.wait_until("every CA bundle follows", TIMEOUT, || {
         ca_bundles(&env)
             .iter()
@@ -528,11 +513,7 @@ async fn an_owned_api_service_installs_and_webhooks_are_scoped_to_the_target_nam
         .api
         .get::<Secret>(ns, "metrics-server-service-cert")
         .unwrap();
-    let (ca, cert, key) = (
-        text(&secret, "ca.crt"),
-        text(&secret, "tls.crt"),
-        text(&secret, "tls.key"),
-    );
+    let (ca, cert, key) = material(&secret);
     let api_service = env
         .api
         .get::<APIService>("", "v1beta1.metrics.example.com")

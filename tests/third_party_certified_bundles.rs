@@ -228,14 +228,7 @@ async fn third_party_a_certified_webhook_bundle_installs() {
         .api
         .get::<CustomResourceDefinition>("", "hulfts.hulft.saison-technology.com")
         .unwrap();
-    let conversion = crd.spec.conversion.unwrap();
-    let service = conversion
-        .webhook
-        .unwrap()
-        .client_config
-        .unwrap()
-        .service
-        .unwrap();
+    let service = webhook_support::conversion_client(&crd).service.unwrap();
     assert_eq!(
         (service.name.as_str(), service.namespace.as_str()),
         ("hulft-controller-manager-service", ns)

@@ -5,6 +5,7 @@
 use std::io::{Read, Write};
 use std::sync::Arc;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -12,6 +13,18 @@ use rustls::time_provider::TimeProvider;
 use rustls::{
     ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
 };
+
+/// The client configuration of a CRD's conversion webhook (the CRD must have one).
+pub fn conversion_client(
+    crd: &CustomResourceDefinition,
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig {
+    let conversion = crd.spec.conversion.clone().expect("spec.conversion");
+    assert_eq!(conversion.strategy, "Webhook");
+    conversion
+        .webhook
+        .and_then(|webhook| webhook.client_config)
+        .expect("a webhook client configuration")
+}
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())

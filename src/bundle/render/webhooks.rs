@@ -62,42 +62,39 @@ pub(super) fn webhook_objects(
     for webhook in webhooks(csv) {
         let name = webhook_configuration_name(&webhook.generate_name, context.install_namespace);
         let metadata = stamp.metadata(&name, None, None, None);
+        // A MutatingWebhook is a ValidatingWebhook plus `reinvocationPolicy`.
+        let validating = ValidatingWebhook {
+            name: webhook.generate_name.clone(),
+            admission_review_versions: webhook.admission_review_versions.clone(),
+            client_config: client_config(webhook, context)?,
+            failure_policy: webhook.failure_policy.clone(),
+            match_policy: webhook.match_policy.clone(),
+            namespace_selector: selector.clone(),
+            object_selector: webhook.object_selector.clone(),
+            rules: webhook.rules.clone(),
+            side_effects: webhook.side_effects.clone().unwrap_or_default(),
+            timeout_seconds: webhook.timeout_seconds,
+            match_conditions: None,
+        };
         match webhook.type_ {
             WebhookAdmissionType::ValidatingAdmissionWebhook => {
                 objects.push(to_dynamic(&ValidatingWebhookConfiguration {
                     metadata,
-                    webhooks: Some(vec![ValidatingWebhook {
-                        name: webhook.generate_name.clone(),
-                        admission_review_versions: webhook.admission_review_versions.clone(),
-                        client_config: client_config(webhook, context)?,
-                        failure_policy: webhook.failure_policy.clone(),
-                        match_policy: webhook.match_policy.clone(),
-                        namespace_selector: selector.clone(),
-                        object_selector: webhook.object_selector.clone(),
-                        rules: webhook.rules.clone(),
-                        side_effects: webhook.side_effects.clone().unwrap_or_default(),
-                        timeout_seconds: webhook.timeout_seconds,
-                        match_conditions: None,
-                    }]),
+                    webhooks: Some(vec![validating]),
                 })?);
             }
             WebhookAdmissionType::MutatingAdmissionWebhook => {
+                let mut mutating: MutatingWebhook = serde_json::to_value(&validating)
+                    .and_then(serde_json::from_value)
+                    .map_err(|error| RenderError::Serialize {
+                        kind: "MutatingWebhookConfiguration".to_owned(),
+                        name: name.clone(),
+                        message: error.to_string(),
+                    })?;
+                mutating.reinvocation_policy = webhook.reinvocation_policy.clone();
                 objects.push(to_dynamic(&MutatingWebhookConfiguration {
                     metadata,
-                    webhooks: Some(vec![MutatingWebhook {
-                        name: webhook.generate_name.clone(),
-                        admission_review_versions: webhook.admission_review_versions.clone(),
-                        client_config: client_config(webhook, context)?,
-                        failure_policy: webhook.failure_policy.clone(),
-                        match_policy: webhook.match_policy.clone(),
-                        namespace_selector: selector.clone(),
-                        object_selector: webhook.object_selector.clone(),
-                        reinvocation_policy: webhook.reinvocation_policy.clone(),
-                        rules: webhook.rules.clone(),
-                        side_effects: webhook.side_effects.clone().unwrap_or_default(),
-                        timeout_seconds: webhook.timeout_seconds,
-                        match_conditions: None,
-                    }]),
+                    webhooks: Some(vec![mutating]),
                 })?);
             }
             // Not a configuration: the CRD's `spec.conversion` (see `serving::conversions`).

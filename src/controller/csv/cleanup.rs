@@ -96,18 +96,7 @@ async fn run(
 
     // Every other CSV of opcat in the namespace, and what it uses: a ServiceAccount none of
     // them uses loses everything opcat recorded on it.
-    let remaining: Vec<_> = context
-        .stores
-        .csvs
-        .state()
-        .into_iter()
-        .filter(|other| {
-            other.namespace().as_deref() == Some(namespace)
-                && other.name_any() != name
-                && observe::is_managed(other)
-                && !observe::is_deleting(other)
-        })
-        .collect();
+    let remaining = observe::other_csvs(context, namespace, &name);
     let mut remaining_installed: Vec<_> = remaining
         .iter()
         .map(|other| propagation::installed(other, propagation::spec_service_accounts(other)))

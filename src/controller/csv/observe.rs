@@ -113,14 +113,13 @@ pub fn namespace_labels(context: &Context, namespace: &str) -> Option<BTreeMap<S
         .and_then(|ns| ns.metadata.labels.clone())
 }
 
-/// Other CSVs opcat manages in `namespace` that come from `catalog` and are not being deleted.
-pub fn catalog_csvs(
+/// The CSVs opcat manages in `namespace` other than `except` that are not being deleted.
+pub fn other_csvs(
     context: &Context,
     namespace: &str,
-    catalog: &CatalogRef,
     except: &str,
 ) -> Vec<Arc<ClusterServiceVersion>> {
-    let mut csvs: Vec<Arc<ClusterServiceVersion>> = context
+    context
         .stores
         .csvs
         .state()
@@ -130,9 +129,19 @@ pub fn catalog_csvs(
                 && csv.name_any() != except
                 && is_managed(csv)
                 && !is_deleting(csv)
-                && catalog_of(csv).as_ref() == Some(catalog)
         })
-        .collect();
+        .collect()
+}
+
+/// Other CSVs opcat manages in `namespace` that come from `catalog` and are not being deleted.
+pub fn catalog_csvs(
+    context: &Context,
+    namespace: &str,
+    catalog: &CatalogRef,
+    except: &str,
+) -> Vec<Arc<ClusterServiceVersion>> {
+    let mut csvs = other_csvs(context, namespace, except);
+    csvs.retain(|csv| catalog_of(csv).as_ref() == Some(catalog));
     csvs.sort_by_key(|csv| csv.name_any());
     csvs
 }

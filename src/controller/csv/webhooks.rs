@@ -9,8 +9,6 @@
 //! [`CsvError::HeldElsewhere`] rather than taking it over (two installs would take it from each
 //! other at every reconcile). The install's own namespace takes it over: that is an upgrade.
 
-use std::sync::Arc;
-
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
@@ -150,18 +148,7 @@ pub(super) async fn restore_conversions(
     namespace: &str,
 ) -> Result<(), CsvError> {
     let name = csv.name_any();
-    let others: Vec<Arc<ClusterServiceVersion>> = context
-        .stores
-        .csvs
-        .state()
-        .into_iter()
-        .filter(|other| {
-            other.namespace().as_deref() == Some(namespace)
-                && other.name_any() != name
-                && observe::is_managed(other)
-                && !observe::is_deleting(other)
-        })
-        .collect();
+    let others = observe::other_csvs(context, namespace, &name);
     let crds: Api<CustomResourceDefinition> = Api::all(context.client.clone());
     for (crd_name, webhook) in conversion_crds(csv) {
         if others
