@@ -152,12 +152,9 @@ pub fn port_or_default(container_port: Option<i32>) -> i32 {
 /// Name of the webhook configuration (Validating or Mutating) of the webhook `generate_name` of
 /// an install in `namespace`: `<generateName>-<hash>`; see the module docs.
 pub fn webhook_configuration_name(generate_name: &str, namespace: &str) -> String {
-    let hash = short_hash(&[
-        "opcat.dev/webhook-configuration/v1",
-        namespace,
-        generate_name,
-    ]);
-    let mut readable = generate_name.trim_end_matches('-').to_owned();
+    let base = generate_name.trim_end_matches('-');
+    let hash = short_hash(&["opcat.dev/webhook-configuration/v1", namespace, base]);
+    let mut readable = base.to_owned();
     readable.truncate(MAX_NAME_LEN - 1 - HASH_LEN);
     format!("{}-{hash}", readable.trim_end_matches(['-', '.']))
 }

@@ -12,7 +12,11 @@
 //!   often still mount a `webhook-server-cert` Secret there that nobody creates, and a pod whose
 //!   Secret volume has no Secret never starts;
 //! - the pod template annotation `olmcahash` with the hash of the CA: a rotation changes it, so
-//!   the Deployment rolls out once and its pods read the new certificate;
+//!   the Deployment rolls out once and its pods read the new certificate. Relying on the
+//!   kubelet's update of mounted Secrets instead is not enough: it arrives up to a minute or more
+//!   later, and many servers read their certificate only when they start. The hash is of the
+//!   CA alone, so the CA bundle dropping the previous CA a day later restarts nothing;
+//!   meanwhile that previous CA keeps pods not yet replaced trusted;
 //! - RBAC for the Deployment's ServiceAccount: `get` on the certificate Secret, a binding to
 //!   `system:auth-delegator` and one to `extension-apiserver-authentication-reader` in
 //!   `kube-system` (what an aggregated API server needs to delegate authentication; OLM grants
