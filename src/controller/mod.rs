@@ -16,6 +16,7 @@ pub mod keys;
 pub mod leader;
 pub mod manager;
 pub mod own_writes;
+pub mod plan_record;
 pub mod resources;
 pub mod source_secrets;
 pub mod stores;
