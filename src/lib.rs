@@ -10,6 +10,7 @@ pub mod api;
 pub mod bundle;
 pub mod cli;
 pub mod controller;
+pub mod dependency;
 pub mod failure;
 pub mod fbc;
 pub mod go_duration;
