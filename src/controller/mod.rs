@@ -12,6 +12,7 @@ pub mod csv;
 pub mod drift;
 pub mod events;
 pub mod install_plan;
+pub mod installed_operators;
 pub mod keys;
 pub mod leader;
 pub mod manager;

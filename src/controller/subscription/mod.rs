@@ -28,10 +28,13 @@
 mod catalog_health;
 mod created;
 mod decide;
+pub mod dependency_subscriptions;
 mod error;
+mod install;
 mod observe;
 pub mod operator_group;
 mod plan_builder;
+mod problem;
 mod reconcile;
 mod report;
 mod status;
@@ -49,7 +52,7 @@ use super::own_writes::OwnWrites;
 use super::stores::Reflectors;
 use super::wiring;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan};
-use created::CreatedPlans;
+use created::{CreatedPlans, NamespaceLocks};
 use reconcile::reconcile;
 
 pub use error::SubscriptionError;
@@ -60,10 +63,11 @@ pub use report::MIRRORED_TYPES;
 const CONTROLLER: &str = crate::metrics::controllers::SUBSCRIPTION;
 
 /// The reconciler's context: the shared one, plus the plans it created and the status writes it
-/// made that the stores may not show yet.
+/// made that the stores may not show yet, and the namespaces' resolution locks.
 pub struct SubscriptionContext {
     pub context: Arc<Context>,
     created: CreatedPlans,
+    locks: NamespaceLocks,
     own_writes: OwnWrites,
 }
 
@@ -75,10 +79,16 @@ pub fn controller(
 ) -> BoxFuture<'static, ()> {
     let operator_groups = operator_group::controller(context.clone(), reflectors, shutdown.clone());
     let subscriptions = context.stores.subscriptions.clone();
+    let catalog_triggers = Arc::new(triggers::CatalogTriggers::new(
+        subscriptions.clone(),
+        context.settings.global_catalog_namespace.clone(),
+    ));
     let for_catalog = {
-        let subscriptions = subscriptions.clone();
-        move |catalog: Arc<CatalogSource>| triggers::for_catalog_source(&subscriptions, &catalog)
+        let triggers = catalog_triggers.clone();
+        move |catalog: Arc<CatalogSource>| triggers.map(&catalog, false)
     };
+    let for_deleted_catalog =
+        move |catalog: Arc<CatalogSource>| catalog_triggers.map(&catalog, true);
     let for_csv = {
         let subscriptions = subscriptions.clone();
         move |csv: Arc<ClusterServiceVersion>| triggers::for_csv(&subscriptions, &csv)
@@ -87,6 +97,10 @@ pub fn controller(
         Controller::for_shared_stream(reflectors.subscriptions.subscribe(), subscriptions)
             .watches_shared_stream(reflectors.catalog_sources.subscribe(), for_catalog)
             .watches_shared_stream(
+                reflectors.catalog_sources.subscribe_deleted(),
+                for_deleted_catalog,
+            )
+            .watches_shared_stream(
                 reflectors.install_plans.subscribe(),
                 |plan: Arc<InstallPlan>| triggers::for_install_plan(&plan),
             )
@@ -94,6 +108,7 @@ pub fn controller(
     let state = Arc::new(SubscriptionContext {
         context: context.clone(),
         created: CreatedPlans::default(),
+        locks: NamespaceLocks::default(),
         own_writes: OwnWrites::default(),
     });
     let subscription_controller =
