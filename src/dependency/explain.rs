@@ -212,6 +212,7 @@ impl Explainer<'_, '_> {
     }
 
     fn clash(&self, name: &str, nodes: &BTreeSet<usize>) -> Option<String> {
+        let api = self.provider.api_of(self.provider.name(name));
         let mut parts: Vec<String> = Vec::new();
         let mut kept = false;
         for edge in self.graph.graph.raw_edges() {
@@ -228,22 +229,24 @@ impl Explainer<'_, '_> {
                     self.installed_text(edge.target().index())
                 }
                 ReqKind::Subscription => Some(self.subscription_text()),
-                _ => self.requires(from, requirement),
+                ReqKind::Api(_) => self.provider_text(from),
+                ReqKind::Dependency { .. } => self.requires(from, requirement),
             };
             if let Some(part) = part.filter(|p| !parts.contains(p)) {
                 parts.push(part);
             }
         }
         parts.sort();
-        if let Some(gvk) = self.provider.api_of(self.provider.name(name)) {
+        if parts.len() < 2 {
+            return None;
+        }
+        if let Some(gvk) = api {
+            let all = if parts.len() == 2 { "both" } else { "all" };
             return Some(format!(
-                "{}; only one operator in a namespace may provide API {}",
+                "{} {all} provide API {}; only one operator in a namespace may provide an API",
                 and_list(&parts),
                 gvk_text(&gvk)
             ));
-        }
-        if parts.len() < 2 {
-            return None;
         }
         let mut text = format!(
             "{}; no single bundle of package {name} satisfies all of them (a namespace holds one \
@@ -257,6 +260,19 @@ impl Explainer<'_, '_> {
         }
         text.push(')');
         Some(text)
+    }
+
+    /// A provider of an API: its CSV, marked when installed.
+    fn provider_text(&self, index: usize) -> Option<String> {
+        let ConflictNode::Solvable(id) = self.node(index) else {
+            return None;
+        };
+        let solvable = self.provider.solvable(id);
+        let csv = self.provider.csv_of(&solvable);
+        Some(match solvable.kind {
+            Kind::Installed(_) => format!("the installed {csv}"),
+            _ => csv,
+        })
     }
 
     fn installed_text(&self, index: usize) -> Option<String> {

@@ -30,6 +30,13 @@ pub mod provided;
 mod provider;
 mod solve;
 
+#[cfg(test)]
+mod parse_tests;
+#[cfg(test)]
+mod solve_tests;
+#[cfg(test)]
+mod test_support;
+
 use std::fmt;
 
 use crate::fbc::property::Gvk;

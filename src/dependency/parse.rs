@@ -38,7 +38,7 @@ pub struct DependencyError {
     /// The catalog it was found in.
     pub catalog: Option<CatalogId>,
     /// What is wrong.
-    pub problem: DependencyProblem,
+    pub problem: Box<DependencyProblem>,
 }
 
 fn in_catalog(catalog: &Option<CatalogId>) -> String {
@@ -101,7 +101,7 @@ pub fn bundle_dependencies(
     let error = |problem| DependencyError {
         bundle: bundle.name.clone(),
         catalog: None,
-        problem,
+        problem: Box::new(problem),
     };
     let mut dependencies = Vec::new();
     for property in &bundle.properties {
@@ -133,7 +133,7 @@ pub fn metadata_dependencies(
     let error = |problem| DependencyError {
         bundle: bundle_name.to_owned(),
         catalog: None,
-        problem,
+        problem: Box::new(problem),
     };
     let mut dependencies = Vec::new();
     for entry in entries {

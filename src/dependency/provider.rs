@@ -415,7 +415,7 @@ impl<'p> Provider<'p> {
                 .map_err(|problem| DependencyError {
                     bundle: self.csv_of(&solvable),
                     catalog: preferred.map(|r| self.world.catalogs[r].id.clone()),
-                    problem,
+                    problem: Box::new(problem),
                 })?;
             requirements.extend(requirement.map(ConditionalRequirement::from));
         }
