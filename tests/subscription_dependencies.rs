@@ -1,9 +1,9 @@
 //! Operators that depend on other operators (issue 13), through the manager with the in-memory
 //! API server and the real registry: the widget operator made to require the gadget operator,
 //! which another CatalogSource serves. A dependency installs with a Subscription of its own in
-//! the same InstallPlan, pulled and propagated with its own catalog's pull secrets; what no
-//! catalog can satisfy is a `ResolutionFailed` condition naming the chain, resolved again when
-//! a catalog changes.
+//! the same InstallPlan, pulled and propagated with its own catalog's pull secrets; one already
+//! installed is reused; catalog priority picks between providers. Failures are in
+//! `subscription_dependency_failures.rs`.
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
@@ -85,25 +85,17 @@ async fn a_dependency_from_a_private_catalog_installs_with_its_own_pull_secret_a
         &test_registry::dockerconfigjson(&env.registry.host, PRIVATE_USER, PRIVATE_PASSWORD),
     ))
     .await;
-    serve_catalog(
-        env,
-        (CATALOG_NAMESPACE, "private"),
-        moved_to(only(full_catalog(env), GADGET), "private"),
-        "private",
-        "v1",
-        &private,
-        &[PRIVATE_SECRET],
-        None,
-    )
+    Served {
+        at: (CATALOG_NAMESPACE, "private"),
+        repository: "private",
+        variant: "v1",
+        keyring: &private,
+        secrets: &[PRIVATE_SECRET],
+        priority: None,
+    }
+    .serve(env, moved_to(only(full_catalog(env), GADGET), "private"))
     .await;
-    fixture
-        .load_catalog(
-            widgets_requiring(env, package_required(GADGET, ">=0.1.0"), false),
-            "needs-gadgets",
-        )
-        .await;
-
-    fixture.subscribe("widgets", |_| {}).await;
+    subscribe_widgets_needing_gadgets(&fixture, false).await;
     let dependency = dependency_subscription(GADGET, "alpha", (CATALOG_NAMESPACE, "private"));
     assert_eq!(dependency, "gadget-operator-alpha-private-olm");
 
@@ -165,19 +157,19 @@ async fn a_dependency_from_a_private_catalog_installs_with_its_own_pull_secret_a
     let example_copy = copy_of(CATALOG, PULL_SECRET);
     assert_eq!(
         csv_support::sa_pull_secrets(env, NAMESPACE, "gadget-operator"),
-        [private_copy.clone()]
+        [private_copy.as_str()]
     );
     assert_eq!(
         csv_support::template_pull_secrets(env, NAMESPACE, "gadget-operator"),
-        [private_copy.clone()]
+        [private_copy.as_str()]
     );
     assert_eq!(
         csv_support::sa_pull_secrets(env, NAMESPACE, "widget-controller"),
-        [example_copy.clone()]
+        [example_copy.as_str()]
     );
     assert_eq!(
         csv_support::template_pull_secrets(env, NAMESPACE, "widget-controller"),
-        [example_copy.clone()]
+        [example_copy.as_str()]
     );
     // The preflight resolved each operator's images with its own catalog's credentials.
     for name in [dependency.as_str(), "widgets"] {
@@ -207,7 +199,7 @@ async fn a_dependency_from_a_private_catalog_installs_with_its_own_pull_secret_a
     assert!(env.api.get::<Secret>(NAMESPACE, &private_copy).is_some());
     assert_eq!(
         csv_support::sa_pull_secrets(env, NAMESPACE, "gadget-operator"),
-        [private_copy.clone()]
+        [private_copy.as_str()]
     );
     fixture.wait_csv_phase(GADGET_HEAD, "Succeeded").await;
     assert_eq!(subscriptions(&fixture), [dependency.as_str(), "widgets"]);
@@ -299,20 +291,13 @@ async fn a_required_api_brings_its_provider_and_manual_approval_holds_the_whole_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_installed_dependency_is_reused() {
     let fixture = Fixture::start().await;
-    let env = &fixture.env;
-    fixture
-        .load_catalog(
-            widgets_requiring(env, package_required(GADGET, ">=0.1.0"), true),
-            "needs-gadgets",
-        )
-        .await;
     fixture
         .subscribe("my-gadgets", |spec| spec.package = GADGET.into())
         .await;
     fixture.wait_installed("my-gadgets", GADGET_HEAD).await;
     fixture.wait_csv_phase(GADGET_HEAD, "Succeeded").await;
 
-    fixture.subscribe("widgets", |_| {}).await;
+    subscribe_widgets_needing_gadgets(&fixture, true).await;
     let plan = fixture.wait_plan_phase(WIDGET_HEAD, "Complete").await;
     assert_eq!(plan.spec.cluster_service_version_names, [WIDGET_HEAD]);
     fixture.wait_installed("widgets", WIDGET_HEAD).await;
@@ -329,35 +314,27 @@ async fn catalog_priority_decides_between_two_providers() {
     // The same gadget operator from a catalog in the Subscription's namespace (priority 0) and
     // one in the global catalog namespace (priority 10): priority wins over the namespace.
     env.create(&env.pull_secret(NAMESPACE, PULL_SECRET)).await;
-    serve_catalog(
-        env,
-        (NAMESPACE, "local-gadgets"),
-        gadgets.clone(),
-        "opcat-examples",
-        "local-gadgets",
-        &keyring,
-        &[PULL_SECRET],
-        None,
-    )
+    Served {
+        at: (NAMESPACE, "local-gadgets"),
+        repository: "opcat-examples",
+        variant: "local-gadgets",
+        keyring: &keyring,
+        secrets: &[PULL_SECRET],
+        priority: None,
+    }
+    .serve(env, gadgets.clone())
     .await;
-    serve_catalog(
-        env,
-        (GLOBAL, "preferred-gadgets"),
-        gadgets,
-        "opcat-examples",
-        "preferred-gadgets",
-        &keyring,
-        &[PULL_SECRET],
-        Some(10),
-    )
+    Served {
+        at: (GLOBAL, "preferred-gadgets"),
+        repository: "opcat-examples",
+        variant: "preferred-gadgets",
+        keyring: &keyring,
+        secrets: &[PULL_SECRET],
+        priority: Some(10),
+    }
+    .serve(env, gadgets)
     .await;
-    fixture
-        .load_catalog(
-            widgets_requiring(env, package_required(GADGET, ">=0.1.0"), false),
-            "needs-gadgets",
-        )
-        .await;
-    fixture.subscribe("widgets", |_| {}).await;
+    subscribe_widgets_needing_gadgets(&fixture, false).await;
     let plan = fixture.wait_plan_phase(WIDGET_HEAD, "Complete").await;
     let entries = plan_record::entries(&plan).unwrap();
     assert_eq!(entries[0].name, GADGET_HEAD);
@@ -369,163 +346,6 @@ async fn catalog_priority_decides_between_two_providers() {
         gadget.annotations()[keys::csv::CATALOG],
         "olm/preferred-gadgets"
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unsatisfiable_dependencies_are_explained_and_resolved_when_the_catalog_is_re_pushed() {
-    let fixture = Fixture::start_polling().await;
-    let env = &fixture.env;
-    // Two required ranges that no single gadget operator meets: widget needs >=0.2.0, and the
-    // helper it also needs wants <0.2.0.
-    let mut conflict = requiring(
-        widgets_requiring(env, package_required(GADGET, ">=0.2.0"), true),
-        WIDGET,
-        package_required("gadget-helper", ">=1.0.0"),
-    );
-    conflict.merge(helper_package(env, "<0.2.0"));
-    fixture.repush_catalog(conflict, "conflict").await;
-    fixture.subscribe("widgets", |_| {}).await;
-    let failed = fixture
-        .wait_condition("widgets", "ResolutionFailed", "True")
-        .await;
-    let reason = condition(&failed, "ResolutionFailed").unwrap();
-    assert_eq!(reason.reason.as_deref(), Some("ConstraintsNotSatisfiable"));
-    let message = reason.message.clone().unwrap();
-    assert!(
-        message.starts_with("constraints not satisfiable: "),
-        "{message}"
-    );
-    for part in [">=0.2.0", "<0.2.0", "gadget-helper", GADGET] {
-        assert!(message.contains(part), "{part} not in {message}");
-    }
-
-    // A range no catalog satisfies: the condition names the chain.
-    fixture
-        .repush_catalog(
-            widgets_requiring(env, package_required(GADGET, ">=1.0.0"), true),
-            "too-new",
-        )
-        .await;
-    let failed = fixture
-        .wait_subscription("widgets", "the new failure", |sub| {
-            condition(sub, "ResolutionFailed")
-                .and_then(|c| c.message.as_deref())
-                .is_some_and(|m| m.contains(">=1.0.0"))
-        })
-        .await;
-    let message = condition(&failed, "ResolutionFailed")
-        .unwrap()
-        .message
-        .clone()
-        .unwrap();
-    assert!(
-        message.contains(WIDGET) && message.contains(GADGET),
-        "{message}"
-    );
-    assert!(fixture.plans().is_empty(), "nothing installed: {message}");
-    let events = env
-        .api
-        .list::<k8s_openapi::api::events::v1::Event>(Some(NAMESPACE));
-    let failures = events
-        .iter()
-        .filter(|event| event.reason.as_deref() == Some("ResolutionFailed"))
-        .count();
-    assert!(failures >= 2, "one event per distinct failure: {events:#?}");
-
-    // The catalog's maintainers publish a gadget operator that fits: it installs.
-    fixture
-        .repush_catalog(
-            widgets_requiring(env, package_required(GADGET, ">=0.1.0"), true),
-            "fixed",
-        )
-        .await;
-    fixture.wait_installed("widgets", WIDGET_HEAD).await;
-    let dependency = dependency_subscription(GADGET, "alpha", (CATALOG_NAMESPACE, CATALOG));
-    fixture.wait_installed(&dependency, GADGET_HEAD).await;
-    let fixed = fixture
-        .wait_subscription("widgets", "failure cleared", |sub| {
-            condition(sub, "ResolutionFailed").is_none()
-        })
-        .await;
-    assert!(fixed.status.is_some());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bundle_image_declaring_more_than_its_catalog_entry_fails_its_plan_with_the_reason() {
-    let fixture = Fixture::start().await;
-    let env = &fixture.env;
-    // The widget operator's image says (metadata/dependencies.yaml) it needs a gadget operator
-    // no catalog has; its catalog entry does not say so, so resolution cannot know.
-    let dir = env.registry.scratch("widget-with-dependencies");
-    support::copy_rewritten(
-        &env.images.bundles_dir.join(WIDGET).join("1.2.0"),
-        &dir,
-        &env.registry.host,
-    );
-    std::fs::write(
-        dir.join("metadata/dependencies.yaml"),
-        "dependencies:\n  - type: olm.package\n    value:\n      packageName: gadget-operator\n      version: \">=5.0.0\"\n",
-    )
-    .unwrap();
-    let built = opcat::registry::push::build_bundle_image(&dir).unwrap();
-    let image = env
-        .registry
-        .image("opcat-examples/widget-operator-bundle:v1.2.0-declared");
-    env.opcat_registry
-        .push(
-            &image.parse().unwrap(),
-            &built,
-            &support::keyring_for(&env.registry),
-        )
-        .await
-        .unwrap();
-    let mut catalog = full_catalog(env);
-    for bundle in catalog.bundles.iter_mut().filter(|b| b.name == WIDGET_HEAD) {
-        bundle.image = image.clone();
-    }
-    fixture.load_catalog(catalog, "declared").await;
-    fixture.subscribe("widgets", |_| {}).await;
-
-    let plan = fixture.wait_plan_phase(WIDGET_HEAD, "Failed").await;
-    let message = plan.status.as_ref().unwrap().message.clone().unwrap();
-    assert_eq!(
-        message,
-        "bundle widget-operator.v1.2.0 declares in its metadata/dependencies.yaml that it \
-         requires package gadget-operator >=5.0.0, but neither this InstallPlan nor an operator \
-         installed in namespace operators provides it"
-    );
-    assert!(
-        env.api
-            .list::<opcat::api::ClusterServiceVersion>(Some(NAMESPACE))
-            .is_empty()
-    );
-    let failed = fixture
-        .wait_condition("widgets", "InstallPlanFailed", "True")
-        .await;
-    assert_eq!(
-        condition(&failed, "InstallPlanFailed")
-            .unwrap()
-            .message
-            .as_deref(),
-        Some(message.as_str())
-    );
-}
-
-/// A package `gadget-helper` whose only bundle requires the gadget operator in `range` (its
-/// image is never pulled: the tests that use it cannot resolve).
-fn helper_package(env: &Env, range: &str) -> opcat::fbc::DeclarativeConfig {
-    let image = env
-        .registry
-        .image("opcat-examples/gadget-helper-bundle:v1.0.0");
-    let text = format!(
-        "schema: olm.package\nname: gadget-helper\ndefaultChannel: stable\n---\n\
-         schema: olm.channel\npackage: gadget-helper\nname: stable\nentries:\n  - name: gadget-helper.v1.0.0\n---\n\
-         schema: olm.bundle\npackage: gadget-helper\nname: gadget-helper.v1.0.0\nimage: {image}\n\
-         properties:\n  - type: olm.package\n    value: {{packageName: gadget-helper, version: 1.0.0}}\n  \
-         - type: olm.package.required\n    value: {{packageName: {GADGET}, versionRange: \"{range}\"}}\n"
-    );
-    opcat::fbc::DeclarativeConfig::parse(&text, std::path::Path::new("helper.yaml"))
-        .expect("helper FBC")
 }
 
 use subscription_support::TIMEOUT;

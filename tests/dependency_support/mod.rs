@@ -13,7 +13,7 @@ use opcat::fbc::property::{Gvk, PackageRequired, Property};
 use opcat::registry::{ImageRef, Keyring};
 
 use crate::subscription_support::{
-    CATALOG_NAMESPACE, Fixture, NAMESPACE, TIMEOUT, full_catalog, push_catalog_image,
+    CATALOG_NAMESPACE, Fixture, NAMESPACE, full_catalog, push_catalog_image, wait_catalog_ready,
 };
 use crate::support::{Env, copy_rewritten};
 
@@ -130,50 +130,60 @@ fn rewrite_tree(dir: &Path, from: &str, to: &str) {
     }
 }
 
-/// Publishes `config` as `repository/catalog:<variant>` with `keyring` and creates (or points)
-/// the CatalogSource `namespace/name` at it, with `secrets` and `priority`; waits until it is
-/// served.
-pub async fn serve_catalog(
-    env: &Env,
-    (namespace, name): (&str, &str),
-    config: DeclarativeConfig,
-    repository: &str,
-    variant: &str,
-    keyring: &Keyring,
-    secrets: &[&str],
-    priority: Option<i64>,
-) {
-    let image = env
-        .registry
-        .image(&format!("{repository}/catalog:{variant}"));
-    let digest = push_catalog_image(env, config, &image, variant, keyring).await;
-    let mut catalog = CatalogSource::new(
-        name,
-        CatalogSourceSpec {
-            source_type: "grpc".into(),
-            image: Some(image),
-            secrets: Some(secrets.iter().map(|s| (*s).to_owned()).collect()),
-            priority,
-            ..CatalogSourceSpec::default()
-        },
-    );
-    catalog.metadata.namespace = Some(namespace.into());
-    env.create(&catalog).await;
-    wait_served(env, namespace, name, &digest).await;
+/// A CatalogSource to serve a catalog from: `namespace/name`, pushed as
+/// `repository/catalog:<variant>` with `keyring`, naming `secrets`, with `priority`.
+pub struct Served<'a> {
+    pub at: (&'a str, &'a str),
+    pub repository: &'a str,
+    pub variant: &'a str,
+    pub keyring: &'a Keyring,
+    pub secrets: &'a [&'a str],
+    pub priority: Option<i64>,
 }
 
-/// Waits until the CatalogSource is READY serving `digest`.
-pub async fn wait_served(env: &Env, namespace: &str, name: &str, digest: &str) {
-    env.wait_for::<CatalogSource>(namespace, name, TIMEOUT, |catalog| {
-        catalog.status.as_ref().is_some_and(|status| {
-            status.resolved_image_digest.as_deref() == Some(digest)
-                && status
-                    .connection_state
-                    .as_ref()
-                    .is_some_and(|state| state.last_observed_state == "READY")
-        })
-    })
-    .await;
+impl Served<'_> {
+    /// Publishes `config` and creates the CatalogSource; waits until it is served.
+    pub async fn serve(&self, env: &Env, config: DeclarativeConfig) {
+        let (namespace, name) = self.at;
+        let image = env
+            .registry
+            .image(&format!("{}/catalog:{}", self.repository, self.variant));
+        let digest = push_catalog_image(env, config, &image, self.variant, self.keyring).await;
+        let mut catalog = CatalogSource::new(
+            name,
+            CatalogSourceSpec {
+                source_type: "grpc".into(),
+                image: Some(image),
+                secrets: Some(self.secrets.iter().map(|s| (*s).to_owned()).collect()),
+                priority: self.priority,
+                ..CatalogSourceSpec::default()
+            },
+        );
+        catalog.metadata.namespace = Some(namespace.into());
+        env.create(&catalog).await;
+        wait_catalog_ready(env, namespace, name, &digest).await;
+    }
+}
+
+/// Publishes the example catalog with every widget-operator bundle requiring the gadget
+/// operator (any version), with or without the gadget operator, and subscribes `widgets` to the
+/// widget operator.
+pub async fn subscribe_widgets_needing_gadgets(fixture: &Fixture, with_gadgets: bool) {
+    fixture
+        .load_catalog(
+            widgets_requiring(
+                &fixture.env,
+                package_required(GADGET, ">=0.1.0"),
+                with_gadgets,
+            ),
+            if with_gadgets {
+                "needs-gadgets"
+            } else {
+                "needs-gadgets-elsewhere"
+            },
+        )
+        .await;
+    fixture.subscribe("widgets", |_| {}).await;
 }
 
 /// The Subscriptions in the test namespace, by name.

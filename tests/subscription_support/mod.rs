@@ -176,17 +176,7 @@ impl Fixture {
 
     /// Waits until the CatalogSource is READY serving `digest`.
     async fn wait_catalog_served(&self, digest: &str) {
-        self.env
-            .wait_for::<CatalogSource>(CATALOG_NAMESPACE, CATALOG, TIMEOUT, |catalog| {
-                catalog.status.as_ref().is_some_and(|status| {
-                    status.resolved_image_digest.as_deref() == Some(digest)
-                        && status
-                            .connection_state
-                            .as_ref()
-                            .is_some_and(|state| state.last_observed_state == "READY")
-                })
-            })
-            .await;
+        wait_catalog_ready(&self.env, CATALOG_NAMESPACE, CATALOG, digest).await;
     }
 
     /// Creates a Subscription in [`NAMESPACE`] for `package` from `olm/examples`.
@@ -412,6 +402,20 @@ pub async fn push_catalog_image(
         .await
         .expect("push catalog image")
         .to_string()
+}
+
+/// Waits until the CatalogSource `namespace/name` is READY serving `digest`.
+pub async fn wait_catalog_ready(env: &Env, namespace: &str, name: &str, digest: &str) {
+    env.wait_for::<CatalogSource>(namespace, name, TIMEOUT, |catalog| {
+        catalog.status.as_ref().is_some_and(|status| {
+            status.resolved_image_digest.as_deref() == Some(digest)
+                && status
+                    .connection_state
+                    .as_ref()
+                    .is_some_and(|state| state.last_observed_state == "READY")
+        })
+    })
+    .await;
 }
 
 /// The phase of an InstallPlan ("" before its first status).

@@ -304,5 +304,8 @@ fn not_satisfiable(what: &str, subscription: &str) -> String {
 }
 
 #[cfg(test)]
+#[path = "decide_dependency_tests.rs"]
+mod dependency_tests;
+#[cfg(test)]
 #[path = "decide_tests.rs"]
 mod tests;

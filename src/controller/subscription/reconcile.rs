@@ -82,11 +82,13 @@ pub async fn reconcile(
     }
 
     let mut plans = observed.plans.clone();
+    let mut created = false;
     if let Step::Install(install) = &decision.step
         && plan_listing(&plans, install.csvs()).is_none()
     {
         let plan = create_plan(&ctx, &subscription, &observed, install).await?;
         plans.push(plan);
+        created = true;
     }
     drop(guard);
 
@@ -96,6 +98,9 @@ pub async fn reconcile(
         .succeeded(&backoff_key_of(super::CONTROLLER, subscription.as_ref()));
     Ok(match decision.step {
         Step::AtLatest | Step::ResolutionFailed { .. } => Action::requeue(context.settings.resync),
+        // Planned before: only a dependency whose CSV was deleted (it is not reinstalled while
+        // that plan exists); nothing to wait for.
+        Step::Install(_) if !created => Action::requeue(context.settings.resync),
         _ => Action::requeue(context.settings.wait_requeue),
     })
 }
