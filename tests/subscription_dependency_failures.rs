@@ -1,7 +1,8 @@
 //! Operators whose dependencies cannot be met (issue 13), through the manager with the
 //! in-memory API server and the real registry: requirements that conflict or that no catalog
 //! satisfies are a `ResolutionFailed` condition naming the chain, resolved again when the catalog
-//! is re-pushed; a bundle image that declares more than its catalog entry fails its InstallPlan.
+//! is re-pushed (and the dependency then upgrades through its own Subscription); a bundle image
+//! that declares more than its catalog entry fails its InstallPlan.
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod dependency_support;
@@ -9,13 +10,15 @@ mod subscription_support;
 mod support;
 
 use dependency_support::*;
+use kube::ResourceExt;
 use subscription_support::{
-    CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, condition, full_catalog,
+    CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, TIMEOUT, condition, full_catalog, plan_csvs,
 };
 use support::Env;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unsatisfiable_dependencies_are_explained_and_resolved_when_the_catalog_is_re_pushed() {
+async fn unsatisfiable_dependencies_are_explained_installed_once_the_catalog_is_fixed_and_upgraded_on_their_own()
+ {
     let fixture = Fixture::start_polling().await;
     let env = &fixture.env;
     // Two required ranges that no single gadget operator meets: widget needs >=0.2.0, and the
@@ -66,31 +69,69 @@ async fn unsatisfiable_dependencies_are_explained_and_resolved_when_the_catalog_
         "{message}"
     );
     assert!(fixture.plans().is_empty(), "nothing installed: {message}");
-    let events = env
-        .api
-        .list::<k8s_openapi::api::events::v1::Event>(Some(NAMESPACE));
-    let failures = events
-        .iter()
-        .filter(|event| event.reason.as_deref() == Some("ResolutionFailed"))
-        .count();
-    assert!(failures >= 2, "one event per distinct failure: {events:#?}");
+    // One warning event per distinct failure (published right after the status).
+    let failure_events = || {
+        env.api
+            .list::<k8s_openapi::api::events::v1::Event>(Some(NAMESPACE))
+            .iter()
+            .filter(|event| event.reason.as_deref() == Some("ResolutionFailed"))
+            .filter_map(|event| event.note.clone())
+            .collect::<Vec<_>>()
+    };
+    env.wait_until("an event for each failure", TIMEOUT, || {
+        failure_events().len() >= 2
+    })
+    .await;
+    let notes = failure_events();
+    assert!(
+        notes.iter().any(|note| note.contains("<0.2.0"))
+            && notes.iter().any(|note| note.contains(">=1.0.0")),
+        "{notes:#?}"
+    );
 
-    // The catalog's maintainers publish a gadget operator that fits: it installs.
+    // The catalog's maintainers publish a gadget operator that fits (its first release only):
+    // it installs.
     fixture
         .repush_catalog(
-            widgets_requiring(env, package_required(GADGET, ">=0.1.0"), true),
+            without_bundle(
+                widgets_requiring(env, package_required(GADGET, ">=0.1.0"), true),
+                GADGET_HEAD,
+            ),
             "fixed",
         )
         .await;
     fixture.wait_installed("widgets", WIDGET_HEAD).await;
     let dependency = dependency_subscription(GADGET, "alpha", (CATALOG_NAMESPACE, CATALOG));
-    fixture.wait_installed(&dependency, GADGET_HEAD).await;
+    fixture.wait_installed(&dependency, GADGET_FIRST).await;
     let fixed = fixture
         .wait_subscription("widgets", "failure cleared", |sub| {
             condition(sub, "ResolutionFailed").is_none()
         })
         .await;
     assert!(fixed.status.is_some());
+
+    // The next gadget release reaches the dependency through its own Subscription, in a plan of
+    // its own; the widget operator's stays as it is.
+    fixture.wait_csv_phase(GADGET_FIRST, "Succeeded").await;
+    fixture
+        .repush_catalog(
+            widgets_requiring(env, package_required(GADGET, ">=0.1.0"), true),
+            "gadget-release",
+        )
+        .await;
+    let upgrade = fixture.wait_upgrade(GADGET_FIRST, GADGET_HEAD).await;
+    assert_eq!(upgrade.spec.cluster_service_version_names, [GADGET_HEAD]);
+    let owners: Vec<&str> = upgrade
+        .owner_references()
+        .iter()
+        .map(|owner| owner.name.as_str())
+        .collect();
+    assert_eq!(owners, [dependency.as_str()]);
+    fixture.wait_installed(&dependency, GADGET_HEAD).await;
+    assert_eq!(
+        plan_csvs(&fixture.plans()),
+        [GADGET_FIRST, WIDGET_HEAD, GADGET_HEAD]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

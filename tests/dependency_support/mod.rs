@@ -25,6 +25,8 @@ pub const WIDGET: &str = "widget-operator";
 pub const WIDGET_HEAD: &str = "widget-operator.v1.2.0";
 /// The gadget operator's channel head.
 pub const GADGET_HEAD: &str = "gadget-operator.v0.2.0";
+/// The gadget operator's first release (the head replaces it).
+pub const GADGET_FIRST: &str = "gadget-operator.v0.1.0";
 /// The API the gadget operator provides.
 pub fn gadget_api() -> Gvk {
     Gvk {
@@ -39,6 +41,15 @@ pub fn without(mut config: DeclarativeConfig, package: &str) -> DeclarativeConfi
     config.packages.retain(|p| p.name != package);
     config.channels.retain(|c| c.package != package);
     config.bundles.retain(|b| b.package != package);
+    config
+}
+
+/// `config` without the bundle `name` (nor its channel entries).
+pub fn without_bundle(mut config: DeclarativeConfig, name: &str) -> DeclarativeConfig {
+    for channel in &mut config.channels {
+        channel.entries.retain(|entry| entry.name != name);
+    }
+    config.bundles.retain(|b| b.name != name);
     config
 }
 
