@@ -31,6 +31,8 @@ mod provider;
 mod solve;
 
 #[cfg(test)]
+mod explain_tests;
+#[cfg(test)]
 mod parse_tests;
 #[cfg(test)]
 mod solve_tests;

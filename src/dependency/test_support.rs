@@ -4,7 +4,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{CatalogId, InstalledOperator, Problem, SubscriptionRequest, VisibleCatalog};
+use super::{
+    CatalogId, InstalledOperator, Outcome, Problem, SolveError, SubscriptionRequest, VisibleCatalog,
+};
 use crate::fbc::property::Gvk;
 use crate::fbc::{Catalog, DeclarativeConfig};
 
@@ -117,3 +119,35 @@ pub(super) fn installed(csv: &str, package: &str, version: &str) -> InstalledOpe
         ..InstalledOperator::default()
     }
 }
+
+/// `(csv, catalog, required_by)` of each planned bundle.
+pub(super) fn plan(outcome: Result<Outcome, SolveError>) -> Vec<(String, String, Option<String>)> {
+    match outcome {
+        Ok(Outcome::Install(plan)) => plan
+            .bundles
+            .into_iter()
+            .map(|b| {
+                (
+                    b.bundle.name,
+                    b.catalog.to_string(),
+                    b.required_by.map(|(by, what)| format!("{by} {what}")),
+                )
+            })
+            .collect(),
+        other => panic!("expected a plan, got {other:?}"),
+    }
+}
+
+pub(super) fn unsatisfiable(outcome: Result<Outcome, SolveError>) -> String {
+    match outcome {
+        Err(SolveError::Unsatisfiable { message }) => message,
+        other => panic!("expected unsatisfiable, got {other:?}"),
+    }
+}
+
+pub(super) fn row(csv: &str, catalog: &str, by: Option<&str>) -> (String, String, Option<String>) {
+    (csv.to_owned(), catalog.to_owned(), by.map(str::to_owned))
+}
+
+/// The etcd operator's API, as the examples of OLM's documentation name it.
+pub(super) const ETCD: (&str, &str, &str) = ("etcd.database.coreos.com", "v1beta2", "EtcdCluster");

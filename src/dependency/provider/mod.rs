@@ -18,15 +18,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use resolvo::{
-    Candidates, Condition, ConditionId, ConditionalRequirement, Dependencies, DependencyProvider,
-    Interner, KnownDependencies, NameId, Requirement, SolvableId, SolverCache, StringId,
-    VersionSetId, VersionSetUnionId,
+    ConditionalRequirement, NameId, Requirement, SolvableId, StringId, VersionSetId,
+    VersionSetUnionId,
 };
 
+mod tables;
+mod traits;
+
+use super::Dependency;
 use super::order::{Offer, World};
 use super::parse::{DependencyError, DependencyProblem, bundle_dependencies};
 use super::pred::{Pred, Subject, compile};
-use super::{Dependency, gvk_text};
 use crate::fbc::property::Gvk;
 
 /// What a solvable is.
@@ -125,43 +127,6 @@ impl<'p> Provider<'p> {
         provider
     }
 
-    pub(super) fn name(&self, text: &str) -> NameId {
-        let mut t = self.tables.borrow_mut();
-        if let Some(id) = t.name_ids.get(text) {
-            return *id;
-        }
-        let id = NameId::from_raw(t.names.len() as u32);
-        t.names.push(text.to_owned());
-        t.name_ids.insert(text.to_owned(), id);
-        id
-    }
-
-    pub(super) fn name_text(&self, name: NameId) -> String {
-        self.tables.borrow().names[name.into_raw() as usize].clone()
-    }
-
-    fn api_name(&self, gvk: &Gvk) -> NameId {
-        let name = self.name(&format!("api:{}", gvk_text(gvk)));
-        self.tables.borrow_mut().apis.insert(name, gvk.clone());
-        name
-    }
-
-    /// The API whose marker name this is.
-    pub(super) fn api_of(&self, name: NameId) -> Option<Gvk> {
-        self.tables.borrow().apis.get(&name).cloned()
-    }
-
-    fn add(&self, solvable: Solvable<'p>) -> SolvableId {
-        let mut t = self.tables.borrow_mut();
-        let id = SolvableId::from_raw(t.solvables.len() as u32);
-        t.solvables.push(Rc::new(solvable));
-        id
-    }
-
-    pub(super) fn solvable(&self, id: SolvableId) -> Rc<Solvable<'p>> {
-        Rc::clone(&self.tables.borrow().solvables[id.into_raw() as usize])
-    }
-
     /// The package a solvable belongs to (for a marker: the providing package).
     pub(super) fn package_of(&self, solvable: &Solvable<'_>) -> String {
         match &solvable.kind {
@@ -201,50 +166,6 @@ impl<'p> Provider<'p> {
         })
     }
 
-    fn intern_pred(&self, pred: Pred) -> usize {
-        let key = format!("{pred:?}");
-        let mut t = self.tables.borrow_mut();
-        if let Some(id) = t.pred_ids.get(&key) {
-            return *id;
-        }
-        t.preds.push(Rc::new(pred));
-        let id = t.preds.len() - 1;
-        t.pred_ids.insert(key, id);
-        id
-    }
-
-    fn version_set(&self, set: VersionSet) -> VersionSetId {
-        let mut t = self.tables.borrow_mut();
-        if let Some(id) = t.version_set_ids.get(&set) {
-            return *id;
-        }
-        let id = VersionSetId(t.version_sets.len() as u32);
-        t.version_sets.push(set.clone());
-        t.version_set_ids.insert(set, id);
-        id
-    }
-
-    fn kind(&self, kind: ReqKind) -> usize {
-        let mut t = self.tables.borrow_mut();
-        if let Some(id) = t.kind_ids.get(&kind) {
-            return *id;
-        }
-        let id = t.kinds.len();
-        t.kinds.push(kind.clone());
-        t.kind_ids.insert(kind, id);
-        id
-    }
-
-    /// What a requirement stands for (the kind of its first version set).
-    pub(super) fn requirement_kind(&self, requirement: Requirement) -> ReqKind {
-        let set = match requirement {
-            Requirement::Single(set) => set,
-            Requirement::Union(union) => self.tables.borrow().unions[union.0 as usize][0],
-        };
-        let t = self.tables.borrow();
-        t.kinds[t.version_sets[set.0 as usize].kind].clone()
-    }
-
     /// The candidates of a name, computed once.
     pub(super) fn candidates_of(&self, name: NameId) -> Rc<Vec<SolvableId>> {
         if let Some(found) = self.tables.borrow().candidates.get(&name) {
@@ -280,18 +201,6 @@ impl<'p> Provider<'p> {
             .candidates
             .insert(name, Rc::clone(&ids));
         ids
-    }
-
-    /// Preference order of a candidate for a requirement preferring catalog `preferred`.
-    fn order_key(&self, id: SolvableId, preferred: Option<usize>) -> (u8, bool, usize, u32) {
-        let solvable = self.solvable(id);
-        let own = self.package_of(&solvable) == self.world.subscription.package;
-        match &solvable.kind {
-            Kind::Bundle(offer) if own => (1, false, 0, offer.position),
-            Kind::Installed(_) if own => (2, false, 0, 0),
-            Kind::Bundle(offer) => (1, Some(offer.rank) != preferred, offer.rank, offer.position),
-            Kind::Installed(_) | Kind::Marker(_) => (0, false, 0, 0),
-        }
     }
 
     /// The root requirements: the Subscription's package, and every other installed operator
@@ -438,120 +347,5 @@ impl<'p> Provider<'p> {
         let mut t = self.tables.borrow_mut();
         t.strings.push(text);
         StringId((t.strings.len() - 1) as u32)
-    }
-
-    /// Candidates of a version set that match it, best first.
-    pub(super) fn matching(&self, set: VersionSetId) -> Vec<SolvableId> {
-        let set = self.tables.borrow().version_sets[set.0 as usize].clone();
-        let candidates = self.candidates_of(set.name);
-        self.filter(&candidates, &set, false)
-    }
-
-    fn filter(
-        &self,
-        candidates: &[SolvableId],
-        set: &VersionSet,
-        inverse: bool,
-    ) -> Vec<SolvableId> {
-        let pred = Rc::clone(&self.tables.borrow().preds[set.pred]);
-        let mut matching: Vec<SolvableId> = candidates
-            .iter()
-            .copied()
-            .filter(|&id| {
-                let solvable = self.solvable(id);
-                let from = match (&solvable.kind, set.source) {
-                    (_, Source::Anywhere) => true,
-                    (Kind::Installed(_), Source::Installed) => true,
-                    (Kind::Bundle(offer), Source::Catalog(rank)) => offer.rank == rank,
-                    _ => false,
-                };
-                (from && self.test(&pred, id)) != inverse
-            })
-            .collect();
-        if !inverse {
-            matching.sort_by_cached_key(|&id| (self.order_key(id, set.preferred), id));
-        }
-        matching
-    }
-}
-
-impl Interner for Provider<'_> {
-    type NameId = NameId;
-    type SolvableId = SolvableId;
-
-    fn display_solvable(&self, solvable: SolvableId) -> impl std::fmt::Display + '_ {
-        self.csv_of(&self.solvable(solvable))
-    }
-
-    fn display_name(&self, name: NameId) -> impl std::fmt::Display + '_ {
-        self.name_text(name)
-    }
-
-    fn display_version_set(&self, version_set: VersionSetId) -> impl std::fmt::Display + '_ {
-        let t = self.tables.borrow();
-        let set = &t.version_sets[version_set.0 as usize];
-        format!("{:?}", t.preds[set.pred])
-    }
-
-    fn display_string(&self, string_id: StringId) -> impl std::fmt::Display + '_ {
-        self.tables.borrow().strings[string_id.0 as usize].clone()
-    }
-
-    fn version_set_name(&self, version_set: VersionSetId) -> NameId {
-        self.tables.borrow().version_sets[version_set.0 as usize].name
-    }
-
-    fn solvable_name(&self, solvable: SolvableId) -> NameId {
-        self.solvable(solvable).name
-    }
-
-    fn version_sets_in_union(
-        &self,
-        version_set_union: VersionSetUnionId,
-    ) -> impl Iterator<Item = VersionSetId> {
-        self.tables.borrow().unions[version_set_union.0 as usize]
-            .clone()
-            .into_iter()
-    }
-
-    fn resolve_condition(&self, _condition: ConditionId) -> Condition {
-        // No requirement of ours is conditional, so the solver never asks; this answer is inert.
-        Condition::Requirement(VersionSetId(0))
-    }
-}
-
-impl DependencyProvider for Provider<'_> {
-    async fn filter_candidates(
-        &self,
-        candidates: &[SolvableId],
-        version_set: VersionSetId,
-        inverse: bool,
-    ) -> Vec<SolvableId> {
-        let set = self.tables.borrow().version_sets[version_set.0 as usize].clone();
-        self.filter(candidates, &set, inverse)
-    }
-
-    async fn get_candidates(&self, name: NameId) -> Option<Candidates<SolvableId>> {
-        Some(Candidates {
-            candidates: self.candidates_of(name).to_vec(),
-            ..Candidates::default()
-        })
-    }
-
-    /// The order `filter_candidates` returned is the preference order of the version set.
-    async fn sort_candidates(&self, _solver: &SolverCache<Self>, _solvables: &mut [SolvableId]) {}
-
-    async fn get_dependencies(&self, solvable: SolvableId) -> Dependencies {
-        match self.dependencies(solvable) {
-            Ok(requirements) => Dependencies::Known(KnownDependencies {
-                requirements,
-                constrains: Vec::new(),
-            }),
-            Err(error) => {
-                let reason = self.intern_string(error.to_string());
-                self.invalid.borrow_mut().insert(solvable, error);
-                Dependencies::Unknown(reason)
-            }
-        }
     }
 }
