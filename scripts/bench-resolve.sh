@@ -92,8 +92,9 @@ report() {
   done <"$out/bundles.txt"
   echo "$config: $resolved resolve, $missing name what is missing, $bad other"
   if [ "$missing" -gt 0 ]; then
-    echo "  explanations (distinct, bundle names folded):"
-    cat "$out/$config"/*.err | sed -E 's/^error: //' | sort | uniq -c | sort -rn | sed 's/^/   /'
+    echo "  what is missing (bundles naming it):"
+    cat "$out/$config"/*.err | sed -E 's/^error: [^ ]+ requires /requires /' | sort | uniq -c \
+      | sort -rn | sed 's/^/   /'
   fi
   [ "$bad" = 0 ]
 }

@@ -18,6 +18,7 @@ use resolvo::{Requirement, SolvableId, Solver};
 
 use super::SolveError;
 use super::gvk_text;
+use super::plan::candidates;
 use super::provider::{Kind, Provider, ReqKind};
 
 type Graph = resolvo::conflict::ConflictGraph<SolvableId>;
@@ -117,16 +118,21 @@ impl Explainer<'_, '_> {
         let Some(unresolved) = self.graph.unresolved_node else {
             return Vec::new();
         };
+        // Requirers of a requirement nothing meets, with every such requirement of theirs (the
+        // conflict holds only the first one the solver met).
+        let mut unmet: Vec<(usize, Requirement)> = Vec::new();
+        for edge in self.graph.graph.raw_edges() {
+            if let ConflictEdge::Requires(requirement) = edge.weight
+                && edge.target() == unresolved
+            {
+                let from = edge.source().index();
+                unmet.push((from, requirement));
+                unmet.extend(self.other_unmet(from).into_iter().map(|r| (from, r)));
+            }
+        }
         // (chain before the requirer, requirer's package, what is missing) -> requirers
         let mut groups: BTreeMap<(Vec<String>, String, String), Vec<String>> = BTreeMap::new();
-        for edge in self.graph.graph.raw_edges() {
-            let ConflictEdge::Requires(requirement) = edge.weight else {
-                continue;
-            };
-            if edge.target() != unresolved {
-                continue;
-            }
-            let from = edge.source().index();
+        for (from, requirement) in unmet {
             let (Some(csv), ConflictNode::Solvable(id)) = (self.csv(from), self.node(from)) else {
                 continue;
             };
@@ -160,6 +166,22 @@ impl Explainer<'_, '_> {
                 prefix.push(format!("{} {verb} {missing}", and_list(&requirers)));
                 prefix.join("; ")
             })
+            .collect()
+    }
+
+    /// The requirements of node `from` that no candidate at all can meet.
+    fn other_unmet(&self, from: usize) -> Vec<Requirement> {
+        let ConflictNode::Solvable(id) = self.node(from) else {
+            return Vec::new();
+        };
+        let solvable = self.provider.solvable(id);
+        let Ok((declared, preferred)) = self.provider.declared(&solvable) else {
+            return Vec::new();
+        };
+        declared
+            .iter()
+            .filter_map(|d| self.provider.requirement(id, d, preferred).ok().flatten())
+            .filter(|&r| candidates(self.provider, r).is_empty())
             .collect()
     }
 

@@ -44,11 +44,7 @@ fn the_chain_to_what_is_missing_is_named_with_the_failure_message() {
         )
         .build();
     assert_eq!(
-        unsatisfiable(solve(&problem(
-            "app",
-            vec![visible("team-a", "ops", 0, &ops)],
-            vec![]
-        ))),
+        unsatisfiable(solve_app(&ops)),
         "app.v1.0.0 requires package db >=1.0.0; db.v1.0.0 requires package storage >=1.0.0; \
          no catalog visible to namespace team-a provides it (db needs a storage operator)"
     );
@@ -74,11 +70,7 @@ fn two_required_ranges_in_conflict_name_both_requirers() {
         .package("etcd", &[("1.0.0", vec![]), ("2.0.0", vec![])])
         .build();
     assert_eq!(
-        unsatisfiable(solve(&problem(
-            "app",
-            vec![visible("team-a", "ops", 0, &ops)],
-            vec![]
-        ))),
+        unsatisfiable(solve_app(&ops)),
         "app.v1.0.0 requires package etcd >=2.0.0 and helper.v1.0.0 requires package etcd <2.0.0; \
          no single bundle of package etcd satisfies all of them (a namespace holds one bundle \
          per package)"
@@ -131,5 +123,29 @@ fn a_cel_constraint_is_refused_naming_bundle_and_catalog() {
         "bundle app.v1.0.0 in catalog team-a/ops: olm.constraint has a cel rule \
          (\"properties.exists(p, true)\"), which opcat does not evaluate; only package, gvk, \
          all, any and not constraints are supported"
+    );
+}
+
+#[test]
+fn every_requirement_nothing_meets_is_named() {
+    let (g, v, k) = ETCD;
+    let ops = CatalogBuilder::default()
+        .package(
+            "app",
+            &[(
+                "1.0.0",
+                vec![
+                    requires_api(g, v, k),
+                    requires_api("monitoring.coreos.com", "v1", "PodMonitor"),
+                ],
+            )],
+        )
+        .build();
+    assert_eq!(
+        unsatisfiable(solve_app(&ops)),
+        "app.v1.0.0 requires API etcd.database.coreos.com/v1beta2 EtcdCluster; no catalog \
+         visible to namespace team-a provides it\n\
+         app.v1.0.0 requires API monitoring.coreos.com/v1 PodMonitor; no catalog visible to \
+         namespace team-a provides it"
     );
 }

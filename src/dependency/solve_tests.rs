@@ -42,11 +42,7 @@ fn an_api_dependency_installs_its_provider() {
         .package("etcd", &[("0.9.4", vec![provides_api(g, v, k)])])
         .build();
     assert_eq!(
-        plan(solve(&problem(
-            "app",
-            vec![visible("team-a", "ops", 0, &ops)],
-            vec![]
-        ))),
+        plan(solve_app(&ops)),
         vec![
             row(
                 "etcd.v0.9.4",
@@ -190,11 +186,7 @@ fn transitive_chains_install_deepest_first_and_cycles_end() {
         )
         .build();
     assert_eq!(
-        plan(solve(&problem(
-            "app",
-            vec![visible("team-a", "ops", 0, &ops)],
-            vec![]
-        ))),
+        plan(solve_app(&ops)),
         vec![
             row(
                 "storage.v1.0.0",
@@ -280,11 +272,7 @@ fn the_head_whose_dependency_is_missing_gives_way_to_an_older_bundle() {
         )
         .build();
     assert_eq!(
-        plan(solve(&problem(
-            "app",
-            vec![visible("team-a", "ops", 0, &ops)],
-            vec![]
-        ))),
+        plan(solve_app(&ops)),
         vec![row("app.v1.0.0", "team-a/ops", None)]
     );
 }

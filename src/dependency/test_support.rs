@@ -151,3 +151,12 @@ pub(super) fn row(csv: &str, catalog: &str, by: Option<&str>) -> (String, String
 
 /// The etcd operator's API, as the examples of OLM's documentation name it.
 pub(super) const ETCD: (&str, &str, &str) = ("etcd.database.coreos.com", "v1beta2", "EtcdCluster");
+
+/// A first install of `app` from the single catalog `team-a/ops`.
+pub(super) fn solve_app(ops: &Catalog) -> Result<Outcome, SolveError> {
+    super::solve(&problem(
+        "app",
+        vec![visible("team-a", "ops", 0, ops)],
+        vec![],
+    ))
+}
