@@ -1,9 +1,9 @@
 //! opcat: an operator catalog controller for Kubernetes.
 //!
 //! The crate is split by responsibility (see `README.md`, "Development"):
-//! pure modules (`fbc`, `graph`, `resolve`, `semver_range`, `bundle`, `certificates`,
-//! `pull_secrets`) never talk to a cluster or a registry; `registry` talks only to OCI
-//! registries; `controller` is the only code that talks to the Kubernetes API.
+//! pure modules (`fbc`, `graph`, `resolve`, `dependency`, `semver_range`, `bundle`,
+//! `certificates`, `pull_secrets`) never talk to a cluster or a registry; `registry` talks only
+//! to OCI registries; `controller` is the only code that talks to the Kubernetes API.
 
 pub mod admin;
 pub mod api;
@@ -11,6 +11,7 @@ pub mod bundle;
 pub mod certificates;
 pub mod cli;
 pub mod controller;
+pub mod dependency;
 pub mod failure;
 pub mod fbc;
 pub mod go_duration;

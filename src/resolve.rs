@@ -12,7 +12,8 @@
 //! - An unset channel means the package's default channel. (OLM v0 then searches all channels,
 //!   default channel first; the head of the default channel wins there too.)
 //!
-//! Dependencies between packages are not resolved here.
+//! Dependencies between packages are resolved by `crate::dependency`, which tries
+//! [`candidates`] in this order.
 
 use crate::fbc::{Bundle, Catalog, Channel, ChannelEntry, Package};
 use crate::semver_range::Range;
@@ -119,8 +120,27 @@ impl ResolveError {
     }
 }
 
-/// Chooses the bundle to install next for `request`.
-pub fn resolve(catalog: &Catalog, request: &ResolveRequest) -> Result<Resolution, ResolveError> {
+/// Every bundle a Subscription may move to, in OLM's preference order: what the solver tries
+/// (crate::dependency), and whose first entry [`resolve`] picks.
+#[derive(Debug, Clone)]
+pub struct Candidates<'a> {
+    /// The package.
+    pub package: &'a Package,
+    /// The channel searched.
+    pub channel: &'a Channel,
+    /// Entries to install, most preferred first: on a first install the `startingCSV` alone, or
+    /// the channel from its head along the upgrade graph; on an upgrade the entries that replace,
+    /// skip or skipRange-cover the installed CSV, closest to the head first.
+    pub entries: Vec<&'a ChannelEntry>,
+    /// The installed CSV (an upgrade), the last option: staying put.
+    pub installed: Option<String>,
+}
+
+/// The bundles `request` may resolve to, most preferred first (see [`Candidates`]).
+pub fn candidates<'a>(
+    catalog: &'a Catalog,
+    request: &ResolveRequest,
+) -> Result<Candidates<'a>, ResolveError> {
     let package =
         catalog
             .package(&request.package)
@@ -140,34 +160,64 @@ pub fn resolve(catalog: &Catalog, request: &ResolveRequest) -> Result<Resolution
         })?;
 
     let Some(installed) = request.installed.as_deref().filter(|i| !i.is_empty()) else {
-        let entry = match request.starting_csv.as_deref().filter(|s| !s.is_empty()) {
-            Some(csv) => channel
-                .entry(csv)
-                .ok_or_else(|| ResolveError::StartingCsvNotFound {
-                    package: package.name.clone(),
-                    channel: channel.name.clone(),
-                    csv: csv.to_owned(),
-                })?,
-            None => channel.head(),
+        let entries = match request.starting_csv.as_deref().filter(|s| !s.is_empty()) {
+            Some(csv) => {
+                vec![
+                    channel
+                        .entry(csv)
+                        .ok_or_else(|| ResolveError::StartingCsvNotFound {
+                            package: package.name.clone(),
+                            channel: channel.name.clone(),
+                            csv: csv.to_owned(),
+                        })?,
+                ]
+            }
+            None => channel.upgrade_order().collect(),
         };
-        return install(package, channel, entry, None);
+        return Ok(Candidates {
+            package,
+            channel,
+            entries,
+            installed: None,
+        });
     };
 
     let version = request
         .installed_version
         .clone()
         .or_else(|| package.bundle(installed).map(|b| b.version.clone()));
-    let candidate = channel.upgrade_order().find(|entry| {
-        entry.name != installed
-            && (entry.replaces.as_deref() == Some(installed)
-                || entry.skips.iter().any(|s| s == installed)
-                || skip_range_contains(entry, version.as_ref()))
-    });
-    match candidate {
-        Some(entry) => install(package, channel, entry, Some(installed)),
+    let entries = channel
+        .upgrade_order()
+        .filter(|entry| {
+            entry.name != installed
+                && (entry.replaces.as_deref() == Some(installed)
+                    || entry.skips.iter().any(|s| s == installed)
+                    || skip_range_contains(entry, version.as_ref()))
+        })
+        .collect();
+    Ok(Candidates {
+        package,
+        channel,
+        entries,
+        installed: Some(installed.to_owned()),
+    })
+}
+
+/// Chooses the bundle to install next for `request`.
+pub fn resolve(catalog: &Catalog, request: &ResolveRequest) -> Result<Resolution, ResolveError> {
+    let found = candidates(catalog, request)?;
+    match found.entries.first() {
+        Some(entry) => install(
+            found.package,
+            found.channel,
+            entry,
+            found.installed.as_deref(),
+        ),
+        // Only an upgrade can run out of entries: a first install always has the channel head
+        // or the starting CSV.
         None => Ok(Resolution::AtLatest {
-            installed: installed.to_owned(),
-            channel: channel.name.clone(),
+            installed: found.installed.unwrap_or_default(),
+            channel: found.channel.name.clone(),
         }),
     }
 }

@@ -5,24 +5,7 @@
 
 mod fbc_support;
 
-use std::process::{Command, Output};
-
-use fbc_support::fixture;
-
-fn opcat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_opcat"))
-        .args(args)
-        .output()
-        .expect("run opcat")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
+use fbc_support::{fixture, opcat, stderr, stdout};
 
 fn basic() -> String {
     fixture("basic").display().to_string()
@@ -189,14 +172,13 @@ fn render_writes_a_json_stream_that_loads_back() {
 
 #[test]
 fn resolve_shows_the_next_bundle() {
+    // The head, v1.2.0, requires an API no catalog provides: as in OLM, a first install takes
+    // the newest bundle whose dependencies can be met.
     let out = opcat(&["resolve", &basic(), "--package", "example-operator"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        format!(
-            "bundle:   example-operator.v1.2.0\nversion:  1.2.0\nimage:    registry.example.com/example/bundle@sha256:{}\nchannel:  stable\npackage:  example-operator\n",
-            "a".repeat(64)
-        )
+        "bundle:   example-operator.v1.1.0\nversion:  1.1.0\nimage:    registry.example.com/example/bundle:v1.1.0\nchannel:  stable\npackage:  example-operator\n",
     );
     let out = opcat(&[
         "resolve",
@@ -214,7 +196,8 @@ fn resolve_shows_the_next_bundle() {
         serde_json::json!({
             "result": "install", "package": "example-operator", "channel": "stable",
             "bundle": "example-operator.v1.1.0", "version": "1.1.0",
-            "image": "registry.example.com/example/bundle:v1.1.0", "replaces": "example-operator.v1.0.0"
+            "image": "registry.example.com/example/bundle:v1.1.0", "replaces": "example-operator.v1.0.0",
+            "catalog": "default/basic", "dependencies": []
         })
     );
 }

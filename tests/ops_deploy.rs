@@ -230,6 +230,7 @@ fn the_deployment_is_hardened_and_runs_with_leader_election() {
     assert!(args.contains(&"--leader-elect"));
     assert!(args.contains(&"--admin-address=0.0.0.0:8080"));
     assert!(args.contains(&"--cache-dir=/var/cache/opcat"));
+    assert!(args.contains(&"--global-catalog-namespace=olm"));
 
     assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
     assert_eq!(

@@ -85,6 +85,11 @@ fn invalid_configuration_is_refused_before_anything_starts() {
             "\"Team_A\" is not a valid namespace name",
         ),
         (
+            vec![],
+            vec![("OPCAT_GLOBAL_CATALOG_NAMESPACE", "Open_Shift")],
+            "\"Open_Shift\" is not a valid namespace name",
+        ),
+        (
             vec!["--admin-address", "localhost"],
             vec![],
             "invalid value 'localhost' for '--admin-address <IP:PORT>'",
@@ -163,6 +168,10 @@ fn every_flag_is_in_the_help_with_its_environment_variable() {
         ("--namespace", "OPCAT_NAMESPACE"),
         ("--cache-dir", "OPCAT_CACHE_DIR"),
         ("--poll-default", "OPCAT_POLL_DEFAULT"),
+        (
+            "--global-catalog-namespace",
+            "OPCAT_GLOBAL_CATALOG_NAMESPACE",
+        ),
         ("--concurrency", "OPCAT_CONCURRENCY"),
         ("--resync", "OPCAT_RESYNC"),
         ("--log-format", "OPCAT_LOG_FORMAT"),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use opcat::api::{Approval, FINALIZER};
-use opcat::controller::keys;
+use opcat::controller::{keys, plan_record};
 use subscription_support::{
     CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, condition, plan_csvs, plan_phase,
 };
@@ -30,13 +30,22 @@ async fn first_install_takes_the_default_channel_head_and_converges_without_writ
         plan.spec.source_namespace.as_deref(),
         Some(CATALOG_NAMESPACE)
     );
-    let annotations = plan.annotations();
-    assert_eq!(annotations[keys::install_plan::BUNDLE_NAME], csv_name);
-    assert_eq!(annotations[keys::install_plan::PACKAGE], "widget-operator");
-    assert_eq!(annotations[keys::install_plan::CHANNEL], "stable");
-    assert_eq!(annotations[keys::install_plan::CATALOG], "olm/examples");
-    assert_eq!(annotations[keys::install_plan::SUBSCRIPTION], "widgets");
-    assert!(!annotations.contains_key(keys::install_plan::REPLACES));
+    assert_eq!(
+        plan.annotations()[keys::install_plan::SUBSCRIPTION],
+        "widgets"
+    );
+    let entries = plan_record::entries(&plan).unwrap();
+    assert_eq!(entries.len(), 1);
+    let entry = &entries[0];
+    assert_eq!(entry.name, csv_name);
+    assert_eq!(entry.package, "widget-operator");
+    assert_eq!(entry.channel, "stable");
+    assert_eq!(entry.version, "1.2.0");
+    assert_eq!(entry.catalog(), "olm/examples");
+    assert!(entry.catalog_digest.starts_with("sha256:"));
+    assert_eq!(entry.subscription, "widgets");
+    assert_eq!(entry.replaces, None);
+    assert!(entry.required_by.is_none());
     let owner = &plan.owner_references()[0];
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str()),
@@ -90,6 +99,16 @@ async fn first_install_takes_the_default_channel_head_and_converges_without_writ
     assert_eq!(csv.annotations()[keys::csv::SUBSCRIPTION], "widgets");
     assert_eq!(csv.annotations()[keys::csv::INSTALL_PLAN], plan.name_any());
     assert_eq!(csv.annotations()[keys::csv::PACKAGE], "widget-operator");
+    // The bundle's properties, as OLM records them: later resolutions read them.
+    let properties: serde_json::Value =
+        serde_json::from_str(&csv.annotations()[keys::csv::PROPERTIES]).unwrap();
+    let types: Vec<&str> = properties["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["olm.gvk", "olm.package"]);
     assert_eq!(csv.spec.replaces, None, "a first install replaces nothing");
     assert_eq!(csv.spec.version.as_deref(), Some("1.2.0"));
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use opcat::api::Approval;
-use opcat::controller::keys;
+use opcat::controller::plan_record;
 use subscription_support::{
     Fixture, NAMESPACE, TIMEOUT, condition, plan_csvs, plan_phase, widget_catalog,
 };
@@ -165,7 +165,7 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
     let upgrade = fixture
         .wait_upgrade("widget-operator.v1.2.0", "widget-operator.v2.0.0")
         .await;
-    assert_eq!(upgrade.annotations()[keys::install_plan::CHANNEL], "fast");
+    assert_eq!(plan_record::entries(&upgrade).unwrap()[0].channel, "fast");
     assert_eq!(
         plan_csvs(&fixture.plans()),
         [

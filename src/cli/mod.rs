@@ -17,6 +17,7 @@ mod catalog_push;
 mod crds;
 pub mod registry_args;
 mod resolve;
+mod resolve_output;
 mod run;
 
 /// Result type of every subcommand: an exit code, or an error to print.
@@ -39,7 +40,7 @@ enum Command {
     /// Inspect, validate, render and push file-based catalogs (FBC).
     #[command(subcommand)]
     Catalog(catalog::Command),
-    /// Show the bundle opcat would install next for a package.
+    /// Show the bundles opcat would install for a package, with its dependencies, or why none.
     Resolve(resolve::Args),
     /// Unpack and push registry+v1 bundle images.
     #[command(subcommand)]

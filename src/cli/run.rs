@@ -56,6 +56,18 @@ pub struct Args {
     )]
     pub cache_dir: PathBuf,
 
+    /// Namespace whose CatalogSources every namespace sees: Subscriptions may name catalogs
+    /// there, and operator dependencies are resolved from them (besides the Subscription's own
+    /// namespace). OLM's default is olm; OpenShift uses openshift-marketplace.
+    #[arg(
+        long,
+        env = "OPCAT_GLOBAL_CATALOG_NAMESPACE",
+        value_name = "NAMESPACE",
+        default_value = crate::controller::context::DEFAULT_GLOBAL_CATALOG_NAMESPACE,
+        value_parser = dns_label
+    )]
+    pub global_catalog_namespace: String,
+
     /// Poll interval for CatalogSources without `spec.updateStrategy.registryPoll` (a Go
     /// duration such as 30m). Default: such catalogs are not polled, as in OLM.
     #[arg(
@@ -245,11 +257,13 @@ pub async fn execute(args: Args) -> CliResult {
         concurrency: args.concurrency,
         resync: args.resync,
         default_poll_interval: args.poll_default,
+        global_catalog_namespace: args.global_catalog_namespace.clone(),
         instance: std::env::var("POD_NAME").ok(),
         ..Settings::default()
     };
     tracing::info!(
         namespace = args.namespace.as_deref().unwrap_or("*"),
+        global_catalog_namespace = %args.global_catalog_namespace,
         cache_dir = %args.cache_dir.display(),
         concurrency = args.concurrency,
         leader_elect = args.leader_elect,

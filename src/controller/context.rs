@@ -21,6 +21,9 @@ use crate::registry::Registry;
 /// Name under which opcat reports events.
 pub const REPORTER: &str = "opcat";
 
+/// The global catalog namespace when none is configured (OLM's `--namespace` default).
+pub const DEFAULT_GLOBAL_CATALOG_NAMESPACE: &str = "olm";
+
 /// Tunables of the controller manager.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -31,6 +34,9 @@ pub struct Settings {
     /// Poll interval for CatalogSources that set no `registryPoll` (`opcat run
     /// --poll-default`); `None`, as in OLM, means such catalogs are not polled.
     pub default_poll_interval: Option<Duration>,
+    /// The namespace whose CatalogSources every namespace sees (`opcat run
+    /// --global-catalog-namespace`; OLM's global catalog namespace).
+    pub global_catalog_namespace: String,
     /// Fixed requeue for expected waits (catalog not ready yet, Deployments becoming
     /// available, approval pending): DESIGN invariant 7.
     pub wait_requeue: Duration,
@@ -48,6 +54,7 @@ impl Default for Settings {
             scope: Scope::Cluster,
             invalid_poll_interval: Duration::from_secs(15 * 60),
             default_poll_interval: None,
+            global_catalog_namespace: DEFAULT_GLOBAL_CATALOG_NAMESPACE.to_owned(),
             wait_requeue: Duration::from_secs(10),
             resync: Duration::from_secs(10 * 60),
             concurrency: 8,

@@ -11,7 +11,14 @@
 //! [`crate::pull_secrets::names`].
 
 /// Annotations on InstallPlans (written by the Subscription reconciler).
+///
+/// A plan records its bundles in [`install_plan::BUNDLES`] (see
+/// [`crate::controller::plan_record`]). The single-bundle annotations below are how plans of
+/// older opcat versions recorded their one bundle; they are read, no longer written.
 pub mod install_plan {
+    /// Every bundle of the plan, in install order: a JSON list (see
+    /// [`crate::controller::plan_record::PlanEntry`]).
+    pub const BUNDLES: &str = "opcat.dev/bundles";
     /// The bundle image to install (as the catalog names it; digest-pinned when the catalog
     /// pins it).
     pub const BUNDLE_IMAGE: &str = "opcat.dev/bundle-image";
@@ -27,7 +34,8 @@ pub mod install_plan {
     pub const CATALOG_DIGEST: &str = "opcat.dev/catalog-digest";
     /// The CSV this install replaces (absent for a first install).
     pub const REPLACES: &str = "opcat.dev/replaces";
-    /// The Subscription that asked for it.
+    /// The Subscription whose resolution created the plan (still written: the Subscription
+    /// controller maps plan events to it).
     pub const SUBSCRIPTION: &str = "opcat.dev/subscription";
 }
 
@@ -43,6 +51,11 @@ pub mod csv {
     pub const INSTALL_PLAN: &str = "opcat.dev/install-plan";
     /// The package.
     pub const PACKAGE: &str = "opcat.dev/package";
+    /// The bundle's properties that resolution reads (package, provided and required APIs and
+    /// packages, constraints), as OLM records them on the CSVs it installs:
+    /// `{"properties":[{"type":...,"value":...}]}`. Later resolutions keep the CSV's
+    /// dependencies satisfied from it.
+    pub const PROPERTIES: &str = "operatorframework.io/properties";
     /// Label: namespace of the CatalogSource (value hashed if longer than 63).
     pub const CATALOG_NAMESPACE_LABEL: &str = "opcat.dev/catalog-namespace";
     /// Label: name of the CatalogSource (value hashed if longer than 63).

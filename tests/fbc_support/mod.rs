@@ -2,6 +2,7 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use opcat::fbc::{Catalog, DeclarativeConfig};
 use serde_json::{Value, json};
@@ -59,4 +60,22 @@ pub fn one_channel(
         blobs.push(bundle(package_name, name, version));
     }
     blobs
+}
+
+/// Runs the `opcat` binary with `args`.
+pub fn opcat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_opcat"))
+        .args(args)
+        .output()
+        .expect("run opcat")
+}
+
+/// Standard output as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+/// Standard error as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
 }

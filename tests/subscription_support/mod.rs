@@ -60,7 +60,12 @@ impl Fixture {
     /// reconciles), namespaces, the pull secret and the CatalogSource with the full example
     /// catalog loaded.
     pub async fn start() -> Self {
-        let fixture = Self::start_bare().await;
+        Self::start_in(Env::new().await).await
+    }
+
+    /// [`Fixture::start`] in `env` (a registry with more users, say).
+    pub async fn start_in(env: Env) -> Self {
+        let fixture = Self::start_bare_in(env).await;
         fixture.create_catalog_source(CATALOG).await;
         fixture
             .load_catalog(full_catalog(&fixture.env), "full")
@@ -70,7 +75,10 @@ impl Fixture {
 
     /// Registry, API server, manager, namespaces, pull secret and OperatorGroup; no catalog.
     async fn start_bare() -> Self {
-        let mut env = Env::new().await;
+        Self::start_bare_in(Env::new().await).await
+    }
+
+    async fn start_bare_in(mut env: Env) -> Self {
         env.start_manager_with(opcat::controller::context::Settings {
             resync: Duration::from_millis(500),
             ..Env::settings()
@@ -162,34 +170,13 @@ impl Fixture {
 
     /// Builds `config` as a catalog image and pushes it as `image`; returns its digest.
     async fn push_catalog(&self, config: DeclarativeConfig, image: &str, variant: &str) -> String {
-        Catalog::new(config.clone()).expect("test catalog is valid");
-        let dir = self.env.registry.scratch(&format!("catalog-{variant}"));
-        let mut json = Vec::new();
-        opcat::fbc::render::render(&config, &mut json).expect("render catalog");
-        std::fs::write(dir.join("catalog.json"), json).expect("write catalog");
-        let built = opcat::registry::push::build_catalog_image(&dir).expect("build catalog image");
-        let reference: ImageRef = image.parse().expect("catalog image reference");
-        self.env
-            .opcat_registry
-            .push(&reference, &built, &keyring_for(&self.env.registry))
-            .await
-            .expect("push catalog image")
-            .to_string()
+        let keyring = keyring_for(&self.env.registry);
+        push_catalog_image(&self.env, config, image, variant, &keyring).await
     }
 
     /// Waits until the CatalogSource is READY serving `digest`.
     async fn wait_catalog_served(&self, digest: &str) {
-        self.env
-            .wait_for::<CatalogSource>(CATALOG_NAMESPACE, CATALOG, TIMEOUT, |catalog| {
-                catalog.status.as_ref().is_some_and(|status| {
-                    status.resolved_image_digest.as_deref() == Some(digest)
-                        && status
-                            .connection_state
-                            .as_ref()
-                            .is_some_and(|state| state.last_observed_state == "READY")
-                })
-            })
-            .await;
+        wait_catalog_ready(&self.env, CATALOG_NAMESPACE, CATALOG, digest).await;
     }
 
     /// Creates a Subscription in [`NAMESPACE`] for `package` from `olm/examples`.
@@ -297,10 +284,12 @@ impl Fixture {
     /// annotation, and the new CSV replaces the old one.
     pub async fn wait_upgrade(&self, from: &str, to: &str) -> InstallPlan {
         let plan = self.wait_plan_phase(to, "Complete").await;
-        assert_eq!(
-            plan.annotations()[opcat::controller::keys::install_plan::REPLACES],
-            from
-        );
+        let entries = opcat::controller::plan_record::entries(&plan).expect("plan record");
+        let entry = entries
+            .iter()
+            .find(|entry| entry.name == to)
+            .expect("entry");
+        assert_eq!(entry.replaces.as_deref(), Some(from));
         let csv = self.wait_csv(to).await;
         assert_eq!(csv.spec.replaces.as_deref(), Some(from));
         plan
@@ -390,6 +379,43 @@ impl Fixture {
             panic!("{what}: writes at steady state: {writes:?}; CSV history: {history:#?}");
         }
     }
+}
+
+/// Builds `config` as a catalog image and pushes it as `image` with `keyring`; returns its
+/// digest.
+pub async fn push_catalog_image(
+    env: &Env,
+    config: DeclarativeConfig,
+    image: &str,
+    variant: &str,
+    keyring: &opcat::registry::Keyring,
+) -> String {
+    Catalog::new(config.clone()).expect("test catalog is valid");
+    let dir = env.registry.scratch(&format!("catalog-{variant}"));
+    let mut json = Vec::new();
+    opcat::fbc::render::render(&config, &mut json).expect("render catalog");
+    std::fs::write(dir.join("catalog.json"), json).expect("write catalog");
+    let built = opcat::registry::push::build_catalog_image(&dir).expect("build catalog image");
+    let reference: ImageRef = image.parse().expect("catalog image reference");
+    env.opcat_registry
+        .push(&reference, &built, keyring)
+        .await
+        .expect("push catalog image")
+        .to_string()
+}
+
+/// Waits until the CatalogSource `namespace/name` is READY serving `digest`.
+pub async fn wait_catalog_ready(env: &Env, namespace: &str, name: &str, digest: &str) {
+    env.wait_for::<CatalogSource>(namespace, name, TIMEOUT, |catalog| {
+        catalog.status.as_ref().is_some_and(|status| {
+            status.resolved_image_digest.as_deref() == Some(digest)
+                && status
+                    .connection_state
+                    .as_ref()
+                    .is_some_and(|state| state.last_observed_state == "READY")
+        })
+    })
+    .await;
 }
 
 /// The phase of an InstallPlan ("" before its first status).

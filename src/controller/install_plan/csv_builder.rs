@@ -1,11 +1,12 @@
-//! Pure: the ClusterServiceVersion an InstallPlan creates from its bundle, and the plan's
-//! steps (no client).
+//! Pure: the ClusterServiceVersion an InstallPlan creates from each of its bundles, and the
+//! plan's steps (no client).
 //!
 //! The CSV is the bundle's, in the plan's namespace, with opcat's contract on top
 //! ([`crate::controller::keys::csv`]): the bundle image pinned to the digest just pulled, the
-//! catalog, Subscription, InstallPlan and package; the finalizer already set so that no CSV
-//! exists, even briefly, without cleanup; `spec.replaces` rewritten to the installed CSV it
-//! upgrades (empty for a first install), as OLM does; no status.
+//! bundle's own catalog (whose pull secrets the CSV reconciler propagates), its Subscription,
+//! the InstallPlan and package, the properties later resolutions read; the finalizer already
+//! set so that no CSV exists, even briefly, without cleanup; `spec.replaces` rewritten to the
+//! installed CSV it upgrades (empty for a first install), as OLM does; no status.
 
 use std::collections::BTreeMap;
 
@@ -18,24 +19,27 @@ use crate::api::{ClusterServiceVersion, FINALIZER, InstallPlan};
 use crate::bundle::Bundle;
 use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::controller::keys;
+use crate::controller::plan_record::PlanEntry;
 use crate::pull_secrets::names::label_value;
 
 /// Where the bundle comes from.
 pub struct CsvInputs<'a> {
     pub plan: &'a InstallPlan,
+    /// The plan's record of this bundle.
+    pub entry: &'a PlanEntry,
     pub bundle_csv: &'a ClusterServiceVersion,
     /// The bundle image pinned to its digest.
     pub pinned_image: &'a str,
-    /// Namespace and name of the CatalogSource.
-    pub catalog: (&'a str, &'a str),
+    /// The [`keys::csv::PROPERTIES`] annotation.
+    pub properties: &'a str,
 }
 
 /// The CSV to create.
 pub fn build_csv(inputs: &CsvInputs<'_>) -> ClusterServiceVersion {
     let plan = inputs.plan;
+    let entry = inputs.entry;
     let source = inputs.bundle_csv;
-    let plan_annotations = plan.annotations();
-    let (catalog_namespace, catalog_name) = inputs.catalog;
+    let (catalog_namespace, catalog_name) = (&entry.catalog_namespace, &entry.catalog_name);
 
     let mut labels: BTreeMap<String, String> = source.labels().clone();
     labels.insert(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned());
@@ -58,20 +62,24 @@ pub fn build_csv(inputs: &CsvInputs<'_>) -> ClusterServiceVersion {
         format!("{catalog_namespace}/{catalog_name}"),
     );
     annotations.insert(keys::csv::INSTALL_PLAN.to_owned(), plan.name_any());
-    for (from, to) in [
-        (keys::install_plan::SUBSCRIPTION, keys::csv::SUBSCRIPTION),
-        (keys::install_plan::PACKAGE, keys::csv::PACKAGE),
+    for (key, value) in [
+        (keys::csv::SUBSCRIPTION, &entry.subscription),
+        (keys::csv::PACKAGE, &entry.package),
     ] {
-        if let Some(value) = plan_annotations.get(from) {
-            annotations.insert(to.to_owned(), value.clone());
+        if !value.is_empty() {
+            annotations.insert(key.to_owned(), value.clone());
         }
     }
+    annotations.insert(
+        keys::csv::PROPERTIES.to_owned(),
+        inputs.properties.to_owned(),
+    );
 
     let mut spec = source.spec.clone();
-    spec.replaces = plan_annotations
-        .get(keys::install_plan::REPLACES)
-        .filter(|replaces| !replaces.is_empty())
-        .cloned();
+    spec.replaces = entry
+        .replaces
+        .clone()
+        .filter(|replaces| !replaces.is_empty());
 
     ClusterServiceVersion {
         metadata: ObjectMeta {
@@ -134,7 +142,7 @@ mod tests {
     use super::*;
     use crate::api::{Approval, InstallPlanSpec};
 
-    fn plan(replaces: Option<&str>) -> InstallPlan {
+    fn plan() -> InstallPlan {
         let mut plan = InstallPlan::new(
             "install-abcde",
             InstallPlanSpec {
@@ -145,19 +153,22 @@ mod tests {
             },
         );
         plan.metadata.namespace = Some("ops".into());
-        let mut annotations = BTreeMap::from([
-            (
-                keys::install_plan::SUBSCRIPTION.to_owned(),
-                "widgets".to_owned(),
-            ),
-            (keys::install_plan::PACKAGE.to_owned(), "widget".to_owned()),
-        ]);
-        if let Some(replaces) = replaces {
-            annotations.insert(keys::install_plan::REPLACES.to_owned(), replaces.to_owned());
-        }
-        plan.metadata.annotations = Some(annotations);
         plan
     }
+
+    fn entry(replaces: Option<&str>) -> PlanEntry {
+        PlanEntry {
+            name: "widget.v2".into(),
+            package: "widget".into(),
+            catalog_namespace: "olm".into(),
+            catalog_name: "catalog".into(),
+            replaces: replaces.map(str::to_owned),
+            subscription: "widgets".into(),
+            ..PlanEntry::default()
+        }
+    }
+
+    const PROPERTIES: &str = r#"{"properties":[]}"#;
 
     fn bundle_csv() -> ClusterServiceVersion {
         let mut csv = ClusterServiceVersion::new("widget.v2", Default::default());
@@ -174,13 +185,14 @@ mod tests {
 
     #[test]
     fn the_csv_carries_the_contract_and_the_finalizer() {
-        let plan = plan(Some("widget.v1"));
+        let plan = plan();
         let source = bundle_csv();
         let csv = build_csv(&CsvInputs {
             plan: &plan,
+            entry: &entry(Some("widget.v1")),
             bundle_csv: &source,
             pinned_image: "registry.example.com/widget-bundle@sha256:abc",
-            catalog: ("olm", "catalog"),
+            properties: PROPERTIES,
         });
         assert_eq!(csv.name_any(), "widget.v2");
         assert_eq!(csv.namespace().as_deref(), Some("ops"));
@@ -203,17 +215,19 @@ mod tests {
         assert_eq!(annotations[keys::csv::SUBSCRIPTION], "widgets");
         assert_eq!(annotations[keys::csv::INSTALL_PLAN], "install-abcde");
         assert_eq!(annotations[keys::csv::PACKAGE], "widget");
+        assert_eq!(annotations[keys::csv::PROPERTIES], PROPERTIES);
     }
 
     #[test]
     fn a_first_install_replaces_nothing() {
-        let plan = plan(None);
+        let plan = plan();
         let source = bundle_csv();
         let csv = build_csv(&CsvInputs {
             plan: &plan,
+            entry: &entry(None),
             bundle_csv: &source,
             pinned_image: "x@sha256:abc",
-            catalog: ("olm", "catalog"),
+            properties: PROPERTIES,
         });
         assert_eq!(csv.spec.replaces, None);
     }

@@ -1,12 +1,17 @@
-//! The InstallPlan reconciler: installs what a Subscription resolved.
+//! The InstallPlan reconciler: installs what a Subscription resolved: its own bundle and the
+//! operators it depends on, in one plan.
 //!
-//! - `approved: false` → `phase: RequiresApproval` and nothing else (a person sets
-//!   `spec.approved: true`; that change triggers the next reconcile).
-//! - Approved → `phase: Installing` → pull the bundle image (annotation `opcat.dev/bundle-image`)
-//!   with the catalog's pull secrets, verified and cached by digest → read it as a registry+v1
-//!   bundle → check that opcat can install its CSV → create the CSV (digest-pinned bundle image,
-//!   finalizer set; an existing CSV of that name is left alone) → `phase: Complete` with the
-//!   plan's steps.
+//! - The plan's bundles come from its record (`controller::plan_record`: annotation
+//!   `opcat.dev/bundles`, or the single-bundle annotations of older plans).
+//! - `approved: false` → `phase: RequiresApproval` and nothing else: approval holds every bundle
+//!   of the plan (a person sets `spec.approved: true`; that change triggers the next reconcile).
+//! - Approved → `phase: Installing`, one `bundleLookups` entry per bundle → pull each bundle
+//!   image with the pull secrets of its own catalog, verified and cached by digest → read it as
+//!   a registry+v1 bundle → check that opcat can install its CSV, and that what its
+//!   `metadata/dependencies.yaml` declares is met by the plan or the namespace → create the CSVs,
+//!   dependencies first (digest-pinned bundle image, its own catalog annotation so the CSV
+//!   reconciler propagates that catalog's pull secrets, the bundle's properties, finalizer set;
+//!   an existing CSV of that name is left alone) → `phase: Complete` with the plan's steps.
 //! - Registry failures that a retry can fix (authentication, network, 5xx) keep the plan
 //!   `Installing` with the error in its status and retry with backoff; a change of the catalog's
 //!   pull Secret retries at once. Invalid content fails the plan for good (`phase: Failed`,
@@ -14,14 +19,18 @@
 //! - Complete and Failed plans are records and are never changed again. To retry a failed plan,
 //!   delete it: the Subscription creates a new one.
 //!
-//! Steps, one file each: `fetch` (registry) → `csv_builder` (pure) → `status` (pure), run
-//! by `reconcile`.
+//! Steps, one file each: `bundles` and `fetch` (registry) → `csv_builder`, `properties`,
+//! `declared` (pure) → `status` (pure) and `status_writer`, run by `reconcile`.
 
+mod bundles;
 mod csv_builder;
+mod declared;
 mod error;
 mod fetch;
+mod properties;
 mod reconcile;
 mod status;
+mod status_writer;
 mod triggers;
 
 use std::sync::Arc;

@@ -1,9 +1,10 @@
-//! One InstallPlan reconcile: approval → pull the bundle with the catalog's credentials (fetch,
-//! registry only) → check it (pure) → create the CSV (the only write besides status) → status.
+//! One InstallPlan reconcile: read the plan's record → approval → pull every bundle with the
+//! credentials of its own catalog (`bundles`, registry only) → check them together (pure) →
+//! create the CSVs, dependencies first (the only writes besides status) → status.
 
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -11,34 +12,34 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use super::InstallPlanContext;
+use super::bundles::{Pulled, pull};
 use super::csv_builder::{CsvInputs, build_csv, steps};
+use super::declared::unmet;
 use super::error::InstallPlanError;
-use super::fetch::{Credentials, FetchError, Fetched, credentials, fetch};
-use super::status::{Lookup, LookupProgress, complete, failed, installing, requires_approval};
-use super::triggers::{is_finished, plan_catalog};
+use super::fetch::Fetched;
+use super::properties::csv_properties;
+use super::status::{Lookup, LookupProgress, complete, installing, requires_approval};
+use super::status_writer::StatusWriter;
+use super::triggers::is_finished;
 use crate::api::install_plan::InstallPlanStatus;
 use crate::api::install_plan_status::{PHASE_INSTALLING, STEP_CREATED, STEP_PRESENT};
-use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan};
-use crate::bundle::validate_for_install;
+use crate::api::{ClusterServiceVersion, InstallPlan};
+use crate::bundle::Bundle;
 use crate::controller::apply;
 use crate::controller::clock::status_time;
 use crate::controller::context::Context;
 use crate::controller::keys;
-use crate::controller::own_writes::OwnWrites;
+use crate::controller::plan_record::{self, PlanEntry};
 use crate::controller::wiring::backoff_key_of;
 
 /// Bundle lookup reason: the pull is in progress.
 pub const REASON_UNPACKING: &str = "UnpackingInProgress";
 /// Bundle lookup reason: the catalog's pull secrets have not been read yet.
 pub const REASON_WAITING_FOR_PULL_SECRETS: &str = "WaitingForPullSecrets";
-/// Bundle lookup reason: the bundle image names another CSV than the catalog.
-pub const REASON_BUNDLE_MISMATCH: &str = "BundleMismatch";
-/// Event: the CSV was created.
+/// Event: a CSV was created.
 pub const EVENT_CSV_CREATED: &str = "ClusterServiceVersionCreated";
-/// Event: pulling the bundle failed; it is retried.
+/// Event: pulling a bundle failed; it is retried.
 pub const EVENT_BUNDLE_PULL_FAILED: &str = "BundlePullFailed";
-/// Event: the plan failed for good.
-pub const EVENT_INSTALL_PLAN_FAILED: &str = "InstallPlanFailed";
 
 /// Reconciles one InstallPlan.
 pub async fn reconcile(
@@ -59,152 +60,152 @@ pub async fn reconcile(
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
     let writer = StatusWriter::new(context, &ctx.own_writes, &plan);
-    let (catalog_namespace, catalog_name) = plan_catalog(&plan).unwrap_or_default();
-    if !plan.spec.approved {
-        writer
-            .write(requires_approval(plan.status.as_ref(), &catalog_name))
-            .await?;
-        return Ok(Action::requeue(context.settings.resync));
-    }
-
-    let annotations = plan.annotations();
-    let csv_name = plan
-        .spec
-        .cluster_service_version_names
-        .first()
-        .cloned()
-        .unwrap_or_default();
-    let image = annotations
-        .get(keys::install_plan::BUNDLE_IMAGE)
-        .cloned()
-        .unwrap_or_default();
-    let replaces = annotations
-        .get(keys::install_plan::REPLACES)
-        .cloned()
-        .unwrap_or_default();
-    let lookup = Lookup {
-        image: &image,
-        csv: &csv_name,
-        replaces: &replaces,
-        catalog: (&catalog_namespace, &catalog_name),
-    };
     let now = status_time(context.clock.now());
-
-    let mut status = plan.status.clone();
-    if status.as_ref().map(|s| s.phase.as_str()) != Some(PHASE_INSTALLING) {
-        let message = format!("pulling bundle image {image}");
-        let next = installing(
-            status.as_ref(),
-            &lookup,
-            &LookupProgress::pending(REASON_UNPACKING, &message),
-            &now,
-        );
-        writer.write_from(status.as_ref(), next.clone()).await?;
-        status = Some(next);
-    }
-
-    let catalog = context
-        .stores
-        .catalog_sources
-        .get(&ObjectRef::<CatalogSource>::new(&catalog_name).within(&catalog_namespace));
-    let keyring = match credentials(context, catalog.as_deref()) {
-        Credentials::Ready(keyring) => keyring,
-        Credentials::Waiting { namespace, secret } => {
-            let message = format!(
-                "waiting for pull secret {namespace}/{secret} of catalog source \
-                 {catalog_namespace}/{catalog_name} to be read"
-            );
-            let next = installing(
-                status.as_ref(),
-                &lookup,
-                &LookupProgress::pending(REASON_WAITING_FOR_PULL_SECRETS, &message),
-                &now,
-            );
-            writer.write_from(status.as_ref(), next).await?;
-            return Ok(Action::requeue(context.settings.wait_requeue));
-        }
-    };
-
-    let package = annotations
-        .get(keys::install_plan::PACKAGE)
-        .map(String::as_str);
-    let fetched = match fetch(context, &csv_name, &image, package, &keyring).await {
-        Ok(fetched) => fetched,
-        Err(FetchError::Pull(source)) if source.is_transient() => {
-            let message = crate::failure::error_chain(&source);
-            let next = installing(
-                status.as_ref(),
-                &lookup,
-                &LookupProgress::pending(EVENT_BUNDLE_PULL_FAILED, &message),
-                &now,
-            );
-            if writer.write_from(status.as_ref(), next).await? {
-                tracing::warn!(
-                    namespace = %writer.namespace,
-                    name = %writer.name,
-                    %image,
-                    error = %message,
-                    "bundle pull failed; retrying"
-                );
-                writer
-                    .event(EventType::Warning, EVENT_BUNDLE_PULL_FAILED, message)
-                    .await;
-            }
-            return Err(InstallPlanError::Pull {
-                namespace: writer.namespace.clone(),
-                name: writer.name.clone(),
-                source,
-            });
-        }
-        Err(error) => {
-            let message = crate::failure::error_chain(&error);
-            let unpack = LookupProgress::failed(error.reason(), &message);
+    let entries = match plan_record::entries(&plan) {
+        Ok(entries) if !entries.is_empty() => entries,
+        unreadable => {
+            let message = match unreadable {
+                Err(error) => error.to_string(),
+                Ok(_) => "InstallPlan lists no ClusterServiceVersion".to_owned(),
+            };
+            let catalogs: Vec<&str> = plan.spec.source.as_deref().into_iter().collect();
             writer
-                .fail(status.as_ref(), &lookup, &message, Some(&unpack), &now)
+                .fail(plan.status.as_ref(), &catalogs, &message, None, &now)
                 .await?;
             return Ok(Action::await_change());
         }
     };
-
-    if let Some(message) = check(&fetched, &csv_name, &image) {
-        let unpack = LookupProgress::failed(REASON_BUNDLE_MISMATCH, &message);
+    let catalogs: Vec<&str> = entries
+        .iter()
+        .map(|entry| entry.catalog_name.as_str())
+        .collect();
+    // Manual approval holds the whole plan: every bundle in it.
+    if !plan.spec.approved {
         writer
-            .fail(status.as_ref(), &lookup, &message, Some(&unpack), &now)
+            .write(requires_approval(plan.status.as_ref(), &catalogs))
+            .await?;
+        return Ok(Action::requeue(context.settings.resync));
+    }
+
+    let lookups: Vec<Lookup<'_>> = entries.iter().map(lookup).collect();
+    let pulling: Vec<String> = entries
+        .iter()
+        .map(|entry| format!("pulling bundle image {}", entry.image))
+        .collect();
+    // Every bundle pulling, but the one at `index` (if any) at `special`.
+    let progress = |current: Option<&InstallPlanStatus>,
+                    index: Option<usize>,
+                    special: Option<LookupProgress<'_>>| {
+        let mut all: Vec<(Lookup<'_>, LookupProgress<'_>)> = lookups
+            .iter()
+            .zip(&pulling)
+            .map(|(lookup, message)| {
+                (
+                    lookup.clone(),
+                    LookupProgress::pending(REASON_UNPACKING, message),
+                )
+            })
+            .collect();
+        if let (Some(index), Some(special)) = (index, special) {
+            all[index].1 = special;
+        }
+        installing(current, &all, &now)
+    };
+
+    let mut status = plan.status.clone();
+    if status.as_ref().map(|s| s.phase.as_str()) != Some(PHASE_INSTALLING) {
+        let next = progress(status.as_ref(), None, None);
+        writer.write_from(status.as_ref(), next.clone()).await?;
+        status = Some(next);
+    }
+
+    // Every bundle with its own catalog's credentials, before anything is created.
+    let mut fetched: Vec<Fetched> = Vec::with_capacity(entries.len());
+    for (index, entry) in entries.iter().enumerate() {
+        match pull(context, entry).await {
+            Pulled::Ready(bundle) => fetched.push(*bundle),
+            Pulled::Waiting(message) => {
+                let waiting = LookupProgress::pending(REASON_WAITING_FOR_PULL_SECRETS, &message);
+                let next = progress(status.as_ref(), Some(index), Some(waiting));
+                writer.write_from(status.as_ref(), next).await?;
+                return Ok(Action::requeue(context.settings.wait_requeue));
+            }
+            Pulled::Retry(source) => {
+                let message = crate::failure::error_chain(&source);
+                let retry = LookupProgress::pending(EVENT_BUNDLE_PULL_FAILED, &message);
+                let next = progress(status.as_ref(), Some(index), Some(retry));
+                if writer.write_from(status.as_ref(), next).await? {
+                    tracing::warn!(
+                        namespace = %writer.namespace,
+                        name = %writer.name,
+                        image = %entry.image,
+                        catalog = %entry.catalog(),
+                        error = %message,
+                        "bundle pull failed; retrying"
+                    );
+                    writer
+                        .event(EventType::Warning, EVENT_BUNDLE_PULL_FAILED, message)
+                        .await;
+                }
+                return Err(InstallPlanError::Pull {
+                    namespace: writer.namespace.clone(),
+                    name: writer.name.clone(),
+                    source,
+                });
+            }
+            Pulled::Failed { message, reason } => {
+                let failed = reason.map(|reason| LookupProgress::failed(reason, &message));
+                let unpack = failed.as_ref().map(|progress| (&lookups[index], progress));
+                writer
+                    .fail(status.as_ref(), &catalogs, &message, unpack, &now)
+                    .await?;
+                return Ok(Action::await_change());
+            }
+        }
+    }
+
+    // What the images declare beyond the catalog must be met by the plan or the namespace.
+    let csvs: Vec<ClusterServiceVersion> = entries
+        .iter()
+        .zip(&fetched)
+        .map(|(entry, bundle)| csv_of(&plan, entry, bundle))
+        .collect();
+    let installed: BTreeMap<String, Arc<ClusterServiceVersion>> = context
+        .stores
+        .csvs
+        .state()
+        .into_iter()
+        .filter(|csv| csv.namespace().as_deref() == Some(writer.namespace.as_str()))
+        .map(|csv| (csv.name_any(), csv))
+        .collect();
+    let checked: Vec<(&Bundle, &ClusterServiceVersion)> = fetched
+        .iter()
+        .map(|bundle| &bundle.bundle)
+        .zip(&csvs)
+        .collect();
+    if let Some(message) = unmet(&writer.namespace, &checked, &installed) {
+        writer
+            .fail(status.as_ref(), &catalogs, &message, None, &now)
             .await?;
         return Ok(Action::await_change());
     }
-    if let Err(error) = validate_for_install(&fetched.bundle.csv) {
-        let message = error.to_string();
-        writer
-            .fail(status.as_ref(), &lookup, &message, None, &now)
-            .await?;
-        return Ok(Action::await_change());
-    }
 
-    let step_status = create_csv(
-        context,
-        &writer,
-        &plan,
-        &fetched,
-        (&catalog_namespace, &catalog_name),
-    )
-    .await?;
-    let done = complete(
-        status.as_ref(),
-        &catalog_name,
-        steps(
-            &fetched.bundle,
-            (&catalog_namespace, &catalog_name),
+    // Dependencies first: the plan lists them first.
+    let mut steps_done = Vec::new();
+    for ((entry, bundle), csv) in entries.iter().zip(&fetched).zip(&csvs) {
+        let step_status = create_csv(context, &writer, entry, bundle, csv).await?;
+        steps_done.extend(steps(
+            &bundle.bundle,
+            (&entry.catalog_namespace, &entry.catalog_name),
             step_status,
-        ),
-        &now,
-    );
+        ));
+    }
+    let done = complete(status.as_ref(), &catalogs, steps_done, &now);
     writer.write_from(status.as_ref(), done).await?;
     tracing::info!(
         namespace = %writer.namespace,
         name = %writer.name,
-        csv = %csv_name,
-        image = %fetched.pinned,
+        csvs = ?plan.spec.cluster_service_version_names,
         "InstallPlan complete"
     );
     context
@@ -213,33 +214,38 @@ pub async fn reconcile(
     Ok(Action::await_change())
 }
 
-/// The bundle must hold the CSV the catalog promised.
-fn check(fetched: &Fetched, csv_name: &str, image: &str) -> Option<String> {
-    let found = fetched.bundle.name();
-    (found != csv_name).then(|| {
-        format!(
-            "bundle image {image} holds ClusterServiceVersion {found}, but the catalog lists it \
-             as {csv_name}"
-        )
+/// The status lookup of a bundle.
+fn lookup(entry: &PlanEntry) -> Lookup<'_> {
+    Lookup {
+        image: &entry.image,
+        csv: &entry.name,
+        replaces: entry.replaces.as_deref().unwrap_or_default(),
+        catalog: (&entry.catalog_namespace, &entry.catalog_name),
+    }
+}
+
+/// The CSV to create for `entry`, from its pulled bundle.
+fn csv_of(plan: &InstallPlan, entry: &PlanEntry, fetched: &Fetched) -> ClusterServiceVersion {
+    let properties = csv_properties(entry, &fetched.bundle);
+    build_csv(&CsvInputs {
+        plan,
+        entry,
+        bundle_csv: &fetched.bundle.csv,
+        pinned_image: &fetched.pinned,
+        properties: &properties,
     })
 }
 
-/// Creates the CSV unless one of that name exists (then it is left alone). Returns the step
-/// status: `Created` when this plan created it, `Present` otherwise.
+/// Creates `csv` (of `entry`) unless one of that name exists (then it is left alone). Returns
+/// the step status: `Created` when this plan created it, `Present` otherwise.
 async fn create_csv(
     context: &Context,
     writer: &StatusWriter<'_>,
-    plan: &InstallPlan,
+    entry: &PlanEntry,
     fetched: &Fetched,
-    catalog: (&str, &str),
+    csv: &ClusterServiceVersion,
 ) -> Result<&'static str, InstallPlanError> {
     let namespace = &writer.namespace;
-    let csv = build_csv(&CsvInputs {
-        plan,
-        bundle_csv: &fetched.bundle.csv,
-        pinned_image: &fetched.pinned,
-        catalog,
-    });
     let csv_name = csv.name_any();
     let existing = context
         .stores
@@ -250,13 +256,14 @@ async fn create_csv(
         return Ok(if ours { STEP_CREATED } else { STEP_PRESENT });
     }
     let api: Api<ClusterServiceVersion> = Api::namespaced(context.client.clone(), namespace);
-    match apply::create_typed(&api, &csv).await {
+    match apply::create_typed(&api, csv).await {
         Ok(_) => {
             tracing::info!(
                 %namespace,
                 install_plan = %writer.name,
                 csv = %csv_name,
                 image = %fetched.pinned,
+                catalog = %entry.catalog(),
                 "created ClusterServiceVersion"
             );
             writer
@@ -264,8 +271,10 @@ async fn create_csv(
                     EventType::Normal,
                     EVENT_CSV_CREATED,
                     format!(
-                        "created ClusterServiceVersion {csv_name} from bundle image {}",
-                        fetched.pinned
+                        "created ClusterServiceVersion {csv_name} from bundle image {} of \
+                         catalog {}",
+                        fetched.pinned,
+                        entry.catalog()
                     ),
                 )
                 .await;
@@ -280,109 +289,5 @@ async fn create_csv(
             csv: csv_name,
             source,
         }),
-    }
-}
-
-/// Writes one plan's status (only when it changes) and its events, and records each write as
-/// superseding the version it was made from.
-struct StatusWriter<'a> {
-    context: &'a Context,
-    own_writes: &'a OwnWrites,
-    plan: &'a InstallPlan,
-    namespace: String,
-    name: String,
-    /// The plan's latest version: as read, then as last written.
-    version: Mutex<Option<String>>,
-}
-
-impl<'a> StatusWriter<'a> {
-    fn new(context: &'a Context, own_writes: &'a OwnWrites, plan: &'a InstallPlan) -> Self {
-        Self {
-            context,
-            own_writes,
-            plan,
-            namespace: plan.namespace().unwrap_or_default(),
-            name: plan.name_any(),
-            version: Mutex::new(plan.meta().resource_version.clone()),
-        }
-    }
-
-    /// Writes `status` over the stored one.
-    async fn write(&self, status: InstallPlanStatus) -> Result<bool, InstallPlanError> {
-        self.write_from(self.plan.status.as_ref(), status).await
-    }
-
-    /// Writes `status` unless it equals `current`. Returns whether it wrote.
-    async fn write_from(
-        &self,
-        current: Option<&InstallPlanStatus>,
-        status: InstallPlanStatus,
-    ) -> Result<bool, InstallPlanError> {
-        let api: Api<InstallPlan> = Api::namespaced(self.context.client.clone(), &self.namespace);
-        let written = apply::apply_status_typed(&api, &self.name, current, &status)
-            .await
-            .map_err(|source| InstallPlanError::Status {
-                namespace: self.namespace.clone(),
-                name: self.name.clone(),
-                source,
-            })?;
-        let Some(written) = written else {
-            return Ok(false);
-        };
-        let new_version = written.meta().resource_version.clone();
-        if let Ok(mut version) = self.version.lock() {
-            self.own_writes.wrote(
-                &self.plan.uid().unwrap_or_default(),
-                version.as_deref(),
-                new_version.as_deref(),
-            );
-            *version = new_version;
-        }
-        tracing::debug!(
-            namespace = %self.namespace,
-            name = %self.name,
-            phase = %status.phase,
-            "InstallPlan status updated"
-        );
-        Ok(true)
-    }
-
-    /// Fails the plan for good.
-    async fn fail(
-        &self,
-        current: Option<&InstallPlanStatus>,
-        lookup: &Lookup<'_>,
-        message: &str,
-        unpack: Option<&LookupProgress<'_>>,
-        now: &Time,
-    ) -> Result<(), InstallPlanError> {
-        let status = failed(current, lookup, message, unpack, now);
-        self.write_from(current, status).await?;
-        tracing::warn!(
-            namespace = %self.namespace,
-            name = %self.name,
-            csv = lookup.csv,
-            %message,
-            "InstallPlan failed"
-        );
-        self.event(
-            EventType::Warning,
-            EVENT_INSTALL_PLAN_FAILED,
-            message.to_owned(),
-        )
-        .await;
-        Ok(())
-    }
-
-    async fn event(&self, type_: EventType, reason: &str, note: String) {
-        self.context
-            .event(
-                &self.plan.object_ref(&()),
-                type_,
-                reason,
-                "Install",
-                Some(note),
-            )
-            .await;
     }
 }

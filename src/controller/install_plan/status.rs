@@ -55,45 +55,68 @@ impl<'a> LookupProgress<'a> {
     }
 }
 
-fn base(current: Option<&InstallPlanStatus>, catalog: &str) -> InstallPlanStatus {
+fn base(current: Option<&InstallPlanStatus>, catalogs: &[&str]) -> InstallPlanStatus {
     let mut status = current.cloned().unwrap_or_default();
-    status.catalog_sources = vec![catalog.to_owned()];
+    status.catalog_sources = Vec::new();
+    for catalog in catalogs {
+        if !status
+            .catalog_sources
+            .iter()
+            .any(|listed| listed == catalog)
+        {
+            status.catalog_sources.push((*catalog).to_owned());
+        }
+    }
     status
 }
 
-/// Waiting for `spec.approved: true`.
-pub fn requires_approval(current: Option<&InstallPlanStatus>, catalog: &str) -> InstallPlanStatus {
-    let mut status = base(current, catalog);
+/// Waiting for `spec.approved: true`. `catalogs`: the names of the plan's CatalogSources.
+pub fn requires_approval(
+    current: Option<&InstallPlanStatus>,
+    catalogs: &[&str],
+) -> InstallPlanStatus {
+    let mut status = base(current, catalogs);
     status.phase = PHASE_REQUIRES_APPROVAL.to_owned();
     status
 }
 
-/// Approved, pulling the bundle (`startTime` set on entry).
+/// Approved, pulling the bundles (`startTime` set on entry): one lookup per bundle, with its
+/// progress; the message joins theirs.
 pub fn installing(
     current: Option<&InstallPlanStatus>,
-    lookup: &Lookup<'_>,
-    progress: &LookupProgress<'_>,
+    lookups: &[(Lookup<'_>, LookupProgress<'_>)],
     now: &Time,
 ) -> InstallPlanStatus {
-    let mut status = base(current, lookup.catalog.1);
+    let catalogs: Vec<&str> = lookups.iter().map(|(lookup, _)| lookup.catalog.1).collect();
+    let mut status = base(current, &catalogs);
     status.phase = PHASE_INSTALLING.to_owned();
     if status.start_time.is_none() {
         status.start_time = Some(now.clone());
     }
     let previous = status.bundle_lookups.take().unwrap_or_default();
-    status.bundle_lookups = Some(vec![bundle_lookup(&previous, lookup, progress, now)]);
-    status.message = (!progress.message.is_empty()).then(|| progress.message.to_owned());
+    status.bundle_lookups = Some(
+        lookups
+            .iter()
+            .map(|(lookup, progress)| bundle_lookup(&previous, lookup, progress, now))
+            .collect(),
+    );
+    let messages: Vec<&str> = lookups
+        .iter()
+        .map(|(_, progress)| progress.message)
+        .filter(|message| !message.is_empty())
+        .collect();
+    status.message = (!messages.is_empty()).then(|| messages.join("; "));
     status
 }
 
-/// Every step done: the CSV exists.
+/// Every step done: the CSVs exist.
 pub fn complete(
     current: Option<&InstallPlanStatus>,
-    catalog: &str,
+    catalogs: &[&str],
     steps: Vec<Step>,
     now: &Time,
 ) -> InstallPlanStatus {
-    let mut status = base(current, catalog);
+    let mut status = base(current, catalogs);
     status.phase = PHASE_COMPLETE.to_owned();
     status.start_time.get_or_insert_with(|| now.clone());
     status.plan = Some(steps);
@@ -109,22 +132,22 @@ pub fn complete(
     status
 }
 
-/// Failed for good: `Installed=False` with reason `InstallComponentFailed` and the message; a
-/// failed lookup when the bundle itself could not be read.
+/// Failed for good: `Installed=False` with reason `InstallComponentFailed` and the message; the
+/// failed lookup when a bundle itself could not be read.
 pub fn failed(
     current: Option<&InstallPlanStatus>,
-    lookup: &Lookup<'_>,
+    catalogs: &[&str],
     message: &str,
-    unpack_failure: Option<&LookupProgress<'_>>,
+    unpack_failure: Option<(&Lookup<'_>, &LookupProgress<'_>)>,
     now: &Time,
 ) -> InstallPlanStatus {
-    let mut status = base(current, lookup.catalog.1);
+    let mut status = base(current, catalogs);
     status.phase = PHASE_FAILED.to_owned();
     status.start_time.get_or_insert_with(|| now.clone());
     status.message = Some(message.to_owned());
     let previous = status.bundle_lookups.take().unwrap_or_default();
-    status.bundle_lookups =
-        unpack_failure.map(|progress| vec![bundle_lookup(&previous, lookup, progress, now)]);
+    status.bundle_lookups = unpack_failure
+        .map(|(lookup, progress)| vec![bundle_lookup(&previous, lookup, progress, now)]);
     let mut conditions = status.conditions.take().unwrap_or_default();
     set_condition(
         &mut conditions,
@@ -208,13 +231,13 @@ mod tests {
 
     #[test]
     fn approval_then_installing_then_complete() {
-        let waiting = requires_approval(None, "catalog");
+        let waiting = requires_approval(None, &["catalog"]);
         assert_eq!(waiting.phase, "RequiresApproval");
         assert_eq!(waiting.catalog_sources, ["catalog"]);
-        assert_eq!(requires_approval(Some(&waiting), "catalog"), waiting);
+        assert_eq!(requires_approval(Some(&waiting), &["catalog"]), waiting);
 
         let pulling = LookupProgress::pending("UnpackingInProgress", "pulling bundle image");
-        let installing_ = installing(Some(&waiting), &LOOKUP, &pulling, &at(10));
+        let installing_ = installing(Some(&waiting), &[(LOOKUP, pulling.clone())], &at(10));
         assert_eq!(installing_.phase, "Installing");
         assert_eq!(installing_.start_time, Some(at(10)));
         let lookups = installing_.bundle_lookups.clone().unwrap();
@@ -224,11 +247,11 @@ mod tests {
             lookups[0].catalog_source_ref.name.as_deref(),
             Some("catalog")
         );
-        let again = installing(Some(&installing_), &LOOKUP, &pulling, &at(20));
+        let again = installing(Some(&installing_), &[(LOOKUP, pulling)], &at(20));
         assert_eq!(again, installing_, "same progress, same status");
 
         let retry = LookupProgress::pending("BundlePullFailed", "401 Unauthorized");
-        let failing = installing(Some(&installing_), &LOOKUP, &retry, &at(30));
+        let failing = installing(Some(&installing_), &[(LOOKUP, retry)], &at(30));
         let condition = &failing.bundle_lookups.as_ref().unwrap()[0]
             .conditions
             .as_ref()
@@ -245,7 +268,7 @@ mod tests {
             optional: None,
             status: "Created".into(),
         };
-        let done = complete(Some(&failing), "catalog", vec![step], &at(40));
+        let done = complete(Some(&failing), &["catalog"], vec![step], &at(40));
         assert_eq!(done.phase, "Complete");
         assert_eq!(done.bundle_lookups, None);
         assert_eq!(done.message, None);
@@ -258,7 +281,13 @@ mod tests {
     #[test]
     fn failure_lists_the_problem_and_the_failed_lookup() {
         let unpack = LookupProgress::failed("BundleInvalid", "two CSVs");
-        let status = failed(None, &LOOKUP, "two CSVs", Some(&unpack), &at(5));
+        let status = failed(
+            None,
+            &["catalog"],
+            "two CSVs",
+            Some((&LOOKUP, &unpack)),
+            &at(5),
+        );
         assert_eq!(status.phase, "Failed");
         let installed = find_condition(status.conditions.as_deref().unwrap(), "Installed").unwrap();
         assert_eq!(installed.status.as_deref(), Some("False"));
@@ -270,11 +299,54 @@ mod tests {
             "BundleLookupFailed"
         );
 
-        let invalid_csv = failed(None, &LOOKUP, "webhooks are not supported", None, &at(5));
+        let invalid_csv = failed(
+            None,
+            &["catalog"],
+            "webhooks are not supported",
+            None,
+            &at(5),
+        );
         assert_eq!(invalid_csv.bundle_lookups, None);
         assert_eq!(
             invalid_csv.message.as_deref(),
             Some("webhooks are not supported")
         );
+    }
+
+    #[test]
+    fn a_plan_of_several_bundles_has_one_lookup_each_and_names_each_catalog_once() {
+        let dependency = Lookup {
+            image: "registry.example.com/etcd-bundle:v1",
+            csv: "etcd.v1",
+            replaces: "",
+            catalog: ("olm", "private"),
+        };
+        let pulling = LookupProgress::pending("UnpackingInProgress", "pulling A");
+        let denied = LookupProgress::pending("BundlePullFailed", "401 Unauthorized");
+        let status = installing(None, &[(dependency, denied), (LOOKUP, pulling)], &at(10));
+        assert_eq!(status.catalog_sources, ["private", "catalog"]);
+        let lookups = status.bundle_lookups.as_ref().unwrap();
+        assert_eq!(
+            lookups
+                .iter()
+                .map(|l| l.identifier.as_str())
+                .collect::<Vec<_>>(),
+            ["etcd.v1", "widget.v1"]
+        );
+        assert_eq!(
+            lookups[0].catalog_source_ref.name.as_deref(),
+            Some("private")
+        );
+        assert_eq!(
+            status.message.as_deref(),
+            Some("401 Unauthorized; pulling A")
+        );
+        let done = complete(
+            Some(&status),
+            &["private", "catalog", "private"],
+            vec![],
+            &at(20),
+        );
+        assert_eq!(done.catalog_sources, ["private", "catalog"]);
     }
 }

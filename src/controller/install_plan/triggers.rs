@@ -1,5 +1,5 @@
 //! Which InstallPlans to reconcile when a catalog or one of its pull secrets changes: the plans
-//! still installing from that catalog (a fixed Secret retries a failed pull at once). Reads the
+//! still installing a bundle from that catalog (a fixed Secret retries a failed pull at once). Reads the
 //! stores; no API request.
 
 use kube::ResourceExt;
@@ -7,23 +7,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::api::install_plan_status::{PHASE_COMPLETE, PHASE_FAILED};
 use crate::api::{CatalogSource, InstallPlan};
-use crate::controller::keys;
+use crate::controller::plan_record;
 use crate::controller::source_secrets::SecretKey;
-
-/// `(namespace, name)` of the CatalogSource a plan installs from.
-pub fn plan_catalog(plan: &InstallPlan) -> Option<(String, String)> {
-    if let Some((namespace, name)) = plan
-        .annotations()
-        .get(keys::install_plan::CATALOG)
-        .and_then(|value| keys::split_ref(value))
-    {
-        return Some((namespace.to_owned(), name.to_owned()));
-    }
-    Some((
-        plan.spec.source_namespace.clone()?,
-        plan.spec.source.clone()?,
-    ))
-}
 
 /// Whether the plan is a record (never changed again).
 pub fn is_finished(plan: &InstallPlan) -> bool {
@@ -32,7 +17,7 @@ pub fn is_finished(plan: &InstallPlan) -> bool {
         .is_some_and(|status| matches!(status.phase.as_str(), PHASE_COMPLETE | PHASE_FAILED))
 }
 
-/// Unfinished plans installing from `namespace/name`.
+/// Unfinished plans installing a bundle from `namespace/name`.
 fn unfinished_from(
     plans: &Store<InstallPlan>,
     namespace: &str,
@@ -42,7 +27,11 @@ fn unfinished_from(
         .state()
         .iter()
         .filter(|plan| !is_finished(plan))
-        .filter(|plan| plan_catalog(plan).is_some_and(|(ns, n)| ns == namespace && n == name))
+        .filter(|plan| {
+            plan_record::catalogs(plan)
+                .iter()
+                .any(|(ns, n)| ns == namespace && n == name)
+        })
         .map(|plan| ObjectRef::from_obj(plan.as_ref()))
         .collect()
 }

@@ -2,8 +2,8 @@
 //! client).
 //!
 //! OLM lists every catalog in the Subscription's namespace and in the global catalog namespace;
-//! opcat lists the catalogs in the Subscription's namespace plus the one it names (wherever it
-//! lives), sorted by namespace and name. A catalog is healthy when opcat's CatalogSource
+//! so does opcat (every catalog takes part in dependency resolution), plus the one the
+//! Subscription names wherever it lives, sorted by namespace and name. A catalog is healthy when opcat's CatalogSource
 //! reconciler last read it (`connectionState.lastObservedState: READY`) and its spec is valid.
 //! Messages follow OLM's (`subscription/state.go`).
 

@@ -2,16 +2,22 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::ObjectMeta;
 
 use super::*;
+use crate::api::catalog_source::{CatalogSourceStatus, GrpcConnectionState};
 use crate::api::csv_status::ClusterServiceVersionStatus;
 use crate::api::{
-    Approval, ClusterServiceVersionSpec, InstallPlanSpec, SubscriptionSpec, SubscriptionStatus,
+    Approval, CatalogSourceSpec, ClusterServiceVersionSpec, InstallPlanSpec, SubscriptionSpec,
+    SubscriptionStatus,
 };
-use crate::fbc::DeclarativeConfig;
+use crate::controller::catalogs::LoadedCatalog;
+use crate::controller::keys;
+use crate::fbc::{Catalog, DeclarativeConfig};
+use crate::registry::Digest;
 
-const CATALOG: &str = r#"
+const DEMO: &str = r#"
 schema: olm.package
 name: demo
 defaultChannel: stable
@@ -41,33 +47,104 @@ properties:
     value: {packageName: demo, version: 1.1.0}
 "#;
 
-fn catalog() -> Catalog {
-    let config = DeclarativeConfig::parse(CATALOG, Path::new("demo.yaml")).unwrap();
-    Catalog::new(config).unwrap()
+/// `needy` requires package etcd >=0.9.0, which only the `private` catalog has.
+const NEEDY: &str = r#"
+schema: olm.package
+name: needy
+defaultChannel: stable
+---
+schema: olm.channel
+package: needy
+name: stable
+entries:
+  - name: needy.v1.0.0
+---
+schema: olm.bundle
+package: needy
+name: needy.v1.0.0
+image: registry.example.com/needy-bundle:v1.0.0
+properties:
+  - type: olm.package
+    value: {packageName: needy, version: 1.0.0}
+  - type: olm.package.required
+    value: {packageName: etcd, versionRange: ">=0.9.0"}
+"#;
+
+const ETCD: &str = r#"
+schema: olm.package
+name: etcd
+defaultChannel: alpha
+---
+schema: olm.channel
+package: etcd
+name: alpha
+entries:
+  - name: etcd.v0.9.4
+---
+schema: olm.bundle
+package: etcd
+name: etcd.v0.9.4
+image: registry.example.com/etcd-bundle:v0.9.4
+properties:
+  - type: olm.package
+    value: {packageName: etcd, version: 0.9.4}
+  - type: olm.gvk
+    value: {group: etcd.database.coreos.com, kind: EtcdCluster, version: v1beta2}
+"#;
+
+pub(super) fn loaded(text: &str) -> LoadedCatalog {
+    let config = DeclarativeConfig::parse(text, Path::new("catalog.yaml")).unwrap();
+    LoadedCatalog {
+        digest: Digest::sha256_of(text.as_bytes()),
+        image: "registry.example.com/catalog:latest".into(),
+        catalog: Catalog::new(config).unwrap(),
+        loaded_at: jiff::Timestamp::UNIX_EPOCH,
+    }
 }
 
-fn subscription(starting_csv: Option<&str>, installed: Option<&str>) -> Subscription {
+pub(super) fn source(namespace: &str, name: &str, state: Option<&str>) -> CatalogSource {
+    CatalogSource {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            ..ObjectMeta::default()
+        },
+        spec: CatalogSourceSpec::default(),
+        status: state.map(|state| CatalogSourceStatus {
+            connection_state: Some(GrpcConnectionState {
+                last_observed_state: state.into(),
+                ..GrpcConnectionState::default()
+            }),
+            ..CatalogSourceStatus::default()
+        }),
+    }
+}
+
+pub(super) fn subscription(
+    package: &str,
+    starting_csv: Option<&str>,
+    installed: Option<&str>,
+) -> Subscription {
     let mut subscription = Subscription::new(
-        "demo",
+        package,
         SubscriptionSpec {
             catalog_source: "catalog".into(),
             catalog_source_namespace: "olm".into(),
-            package: "demo".into(),
+            package: package.into(),
             starting_csv: starting_csv.map(str::to_owned),
             ..SubscriptionSpec::default()
         },
     );
     subscription.metadata.namespace = Some("ops".into());
+    subscription.metadata.uid = Some(format!("{package}-uid"));
     subscription.status = installed.map(|name| SubscriptionStatus {
         installed_csv: Some(name.into()),
-        ..SubscriptionStatus::new(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            jiff::Timestamp::UNIX_EPOCH,
-        ))
+        ..SubscriptionStatus::new(Time(jiff::Timestamp::UNIX_EPOCH))
     });
     subscription
 }
 
-fn plan(csv: &str) -> InstallPlan {
+pub(super) fn plan(csv: &str) -> InstallPlan {
     InstallPlan::new(
         "install-x",
         InstallPlanSpec {
@@ -79,15 +156,20 @@ fn plan(csv: &str) -> InstallPlan {
     )
 }
 
-fn csvs(
+pub(super) fn csvs(
     entries: &[(&str, ClusterServiceVersionPhase)],
 ) -> BTreeMap<String, Arc<ClusterServiceVersion>> {
     entries
         .iter()
         .map(|(name, phase)| {
+            let package = name.split_once('.').map_or(*name, |(package, _)| package);
             let csv = ClusterServiceVersion {
                 metadata: ObjectMeta {
                     name: Some((*name).into()),
+                    annotations: Some(BTreeMap::from([(
+                        keys::csv::PACKAGE.to_owned(),
+                        package.to_owned(),
+                    )])),
                     ..ObjectMeta::default()
                 },
                 spec: ClusterServiceVersionSpec {
@@ -104,56 +186,99 @@ fn csvs(
         .collect()
 }
 
-fn run(
-    subscription: &Subscription,
-    plans: &[InstallPlan],
-    csvs: &BTreeMap<String, Arc<ClusterServiceVersion>>,
-    catalog: CatalogState<'_>,
-) -> Decision {
-    decide(&Inputs {
-        subscription,
-        plans,
-        csvs,
-        catalog,
-    })
+/// The catalogs a namespace sees: `olm/catalog` (demo and needy) and `olm/private` (etcd).
+pub(super) struct World {
+    pub(super) sources: Vec<(CatalogSource, Option<LoadedCatalog>)>,
+    pub(super) subscriptions: Vec<Arc<Subscription>>,
+    pub(super) namespace_plans: Vec<InstallPlan>,
 }
 
-fn installs(decision: &Decision) -> (&str, Option<&str>) {
+impl World {
+    pub(super) fn new() -> Self {
+        Self {
+            sources: vec![
+                (
+                    source("olm", "catalog", Some("READY")),
+                    Some(loaded(&format!("{DEMO}---{NEEDY}"))),
+                ),
+                (source("olm", "private", Some("READY")), Some(loaded(ETCD))),
+            ],
+            subscriptions: vec![],
+            namespace_plans: vec![],
+        }
+    }
+
+    pub(super) fn only_own_catalog() -> Self {
+        let mut world = Self::new();
+        world.sources.truncate(1);
+        world
+    }
+
+    pub(super) fn run(
+        &self,
+        subscription: &Subscription,
+        plans: &[InstallPlan],
+        csvs: &BTreeMap<String, Arc<ClusterServiceVersion>>,
+    ) -> Decision {
+        let seen: Vec<SeenCatalog<'_>> = self
+            .sources
+            .iter()
+            .map(|(source, loaded)| SeenCatalog {
+                source,
+                loaded: loaded.as_ref(),
+            })
+            .collect();
+        decide(&Inputs {
+            subscription,
+            plans,
+            namespace_plans: &self.namespace_plans,
+            csvs,
+            catalogs: &seen,
+            subscriptions: &self.subscriptions,
+        })
+    }
+}
+
+pub(super) fn install_of(decision: &Decision) -> &Install {
     match &decision.step {
-        Step::Install(bundle) => (bundle.name.as_str(), bundle.replaces.as_deref()),
+        Step::Install(install) => install,
         other => panic!("expected an install, got {other:?}"),
     }
 }
 
+pub(super) fn installs(decision: &Decision) -> (&str, Option<&str>) {
+    let install = install_of(decision);
+    let own = install.entries.last().unwrap();
+    (own.name.as_str(), own.replaces.as_deref())
+}
+
 #[test]
 fn first_install_takes_the_channel_head_or_the_starting_csv() {
-    let catalog = catalog();
+    let world = World::new();
     let none = csvs(&[]);
-    let head = run(
-        &subscription(None, None),
-        &[],
-        &none,
-        CatalogState::Loaded(&catalog),
-    );
+    let head = world.run(&subscription("demo", None, None), &[], &none);
     assert_eq!(installs(&head), ("demo.v1.1.0", None));
     assert_eq!(head.installed, None);
-    let starting = run(
-        &subscription(Some("demo.v1.0.0"), None),
-        &[],
-        &none,
-        CatalogState::Loaded(&catalog),
-    );
+    let install = install_of(&head);
+    assert_eq!(install.own_csv(), Some("demo.v1.1.0"));
+    assert!(install.new_subscriptions.is_empty());
+    let entry = &install.entries[0];
+    assert_eq!(entry.catalog(), "olm/catalog");
+    assert_eq!(entry.subscription, "demo");
+    assert_eq!(entry.version, "1.1.0");
+    assert!(entry.catalog_digest.starts_with("sha256:"));
+    assert_eq!(entry.properties.len(), 1, "its olm.package property");
+    let starting = world.run(&subscription("demo", Some("demo.v1.0.0"), None), &[], &none);
     assert_eq!(installs(&starting), ("demo.v1.0.0", None));
 }
 
 #[test]
 fn nothing_is_resolved_while_the_latest_plan_has_no_csv() {
-    let catalog = catalog();
-    let decision = run(
-        &subscription(None, None),
+    let world = World::new();
+    let decision = world.run(
+        &subscription("demo", None, None),
         &[plan("demo.v1.0.0")],
         &csvs(&[]),
-        CatalogState::Loaded(&catalog),
     );
     assert_eq!(decision.step, Step::PlanInFlight);
     assert!(!decision.step.resolved());
@@ -161,36 +286,25 @@ fn nothing_is_resolved_while_the_latest_plan_has_no_csv() {
 
 #[test]
 fn upgrades_wait_for_the_installed_csv_to_succeed() {
-    let catalog = catalog();
+    let world = World::new();
     let plans = [plan("demo.v1.0.0")];
     let installing = csvs(&[("demo.v1.0.0", ClusterServiceVersionPhase::Installing)]);
-    let decision = run(
-        &subscription(None, None),
-        &plans,
-        &installing,
-        CatalogState::Loaded(&catalog),
-    );
+    let decision = world.run(&subscription("demo", None, None), &plans, &installing);
     assert_eq!(decision.step, Step::InstalledNotSucceeded);
     assert_eq!(decision.installed.as_deref(), Some("demo.v1.0.0"));
 
     let succeeded = csvs(&[("demo.v1.0.0", ClusterServiceVersionPhase::Succeeded)]);
-    let decision = run(
-        &subscription(None, None),
-        &plans,
-        &succeeded,
-        CatalogState::Loaded(&catalog),
-    );
+    let decision = world.run(&subscription("demo", None, None), &plans, &succeeded);
     assert_eq!(installs(&decision), ("demo.v1.1.0", Some("demo.v1.0.0")));
 }
 
 #[test]
 fn the_latest_installed_csv_stays() {
-    let catalog = catalog();
-    let decision = run(
-        &subscription(None, Some("demo.v1.1.0")),
+    let world = World::new();
+    let decision = world.run(
+        &subscription("demo", None, Some("demo.v1.1.0")),
         &[],
         &csvs(&[("demo.v1.1.0", ClusterServiceVersionPhase::Succeeded)]),
-        CatalogState::Loaded(&catalog),
     );
     assert_eq!(decision.step, Step::AtLatest);
     assert!(decision.step.resolved());
@@ -199,15 +313,10 @@ fn the_latest_installed_csv_stays() {
 
 #[test]
 fn resolution_failures_use_olm_wording() {
-    let catalog = catalog();
-    let mut missing_package = subscription(None, None);
+    let world = World::new();
+    let mut missing_package = subscription("demo", None, None);
     missing_package.spec.package = "nope".into();
-    let decision = run(
-        &missing_package,
-        &[],
-        &csvs(&[]),
-        CatalogState::Loaded(&catalog),
-    );
+    let decision = world.run(&missing_package, &[], &csvs(&[]));
     assert_eq!(
         decision.step,
         Step::ResolutionFailed {
@@ -217,14 +326,9 @@ fn resolution_failures_use_olm_wording() {
                 .into(),
         }
     );
-    let mut missing_channel = subscription(None, None);
+    let mut missing_channel = subscription("demo", None, None);
     missing_channel.spec.channel = Some("fast".into());
-    let decision = run(
-        &missing_channel,
-        &[],
-        &csvs(&[]),
-        CatalogState::Loaded(&catalog),
-    );
+    let decision = world.run(&missing_channel, &[], &csvs(&[]));
     let Step::ResolutionFailed { message, .. } = decision.step else {
         panic!("expected a failure");
     };
@@ -233,44 +337,26 @@ fn resolution_failures_use_olm_wording() {
         "{message}"
     );
 
-    let decision = run(
-        &subscription(None, None),
-        &[],
-        &csvs(&[]),
-        CatalogState::Missing,
-    );
+    let mut elsewhere = subscription("demo", None, None);
+    elsewhere.spec.catalog_source = "missing".into();
+    let decision = world.run(&elsewhere, &[], &csvs(&[]));
     let Step::ResolutionFailed { message, .. } = decision.step else {
         panic!("expected a failure");
     };
     assert_eq!(
         message,
-        "constraints not satisfiable: no operators found from catalog catalog in namespace olm \
+        "constraints not satisfiable: no operators found from catalog missing in namespace olm \
          referenced by subscription demo, subscription demo exists"
     );
 }
 
 #[test]
-fn an_unloaded_catalog_is_quiet_only_when_ready() {
-    let none = csvs(&[]);
-    let sub = subscription(None, None);
-    assert_eq!(
-        run(&sub, &[], &none, CatalogState::NotLoaded { ready: true }).step,
-        Step::CatalogNotLoaded { quiet: true }
-    );
-    assert_eq!(
-        run(&sub, &[], &none, CatalogState::NotLoaded { ready: false }).step,
-        Step::CatalogNotLoaded { quiet: false }
-    );
-}
-
-#[test]
 fn a_deleted_csv_with_its_plan_still_present_is_not_reinstalled() {
-    let catalog = catalog();
-    let decision = run(
-        &subscription(None, Some("demo.v1.1.0")),
+    let world = World::new();
+    let decision = world.run(
+        &subscription("demo", None, Some("demo.v1.1.0")),
         &[plan("demo.v1.1.0")],
         &csvs(&[]),
-        CatalogState::Loaded(&catalog),
     );
     assert_eq!(decision.step, Step::PlanInFlight);
     assert_eq!(decision.installed, None);

@@ -7,8 +7,20 @@ use crate::failure::ReconcileFailure;
 /// (`ResolutionFailed`) and a long requeue.
 #[derive(Debug, thiserror::Error)]
 pub enum SubscriptionError {
+    /// Creating the Subscription of a dependency failed.
+    #[error(
+        "cannot create Subscription {dependency} for a dependency of Subscription \
+         {namespace}/{name}"
+    )]
+    CreateSubscription {
+        namespace: String,
+        name: String,
+        dependency: String,
+        #[source]
+        source: ApplyError,
+    },
     /// Creating the InstallPlan failed.
-    #[error("cannot create an InstallPlan for CSV {csv} of Subscription {namespace}/{name}")]
+    #[error("cannot create an InstallPlan installing {csv} for Subscription {namespace}/{name}")]
     CreateInstallPlan {
         namespace: String,
         name: String,
@@ -29,15 +41,17 @@ pub enum SubscriptionError {
 impl ReconcileFailure for SubscriptionError {
     fn kind(&self) -> &'static str {
         match self {
-            Self::CreateInstallPlan { source, .. } | Self::Status { source, .. } => source.kind(),
+            Self::CreateSubscription { source, .. }
+            | Self::CreateInstallPlan { source, .. }
+            | Self::Status { source, .. } => source.kind(),
         }
     }
 
     fn is_transient(&self) -> bool {
         match self {
-            Self::CreateInstallPlan { source, .. } | Self::Status { source, .. } => {
-                source.is_transient()
-            }
+            Self::CreateSubscription { source, .. }
+            | Self::CreateInstallPlan { source, .. }
+            | Self::Status { source, .. } => source.is_transient(),
         }
     }
 }

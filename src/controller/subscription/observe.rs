@@ -5,11 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::runtime::reflector::ObjectRef;
 
-use super::catalog_health::is_healthy;
 use super::created::CreatedPlans;
-use super::decide::CatalogState;
+use super::decide::SeenCatalog;
 use super::plan_builder::is_plan_of;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
 use crate::controller::catalogs::LoadedCatalog;
@@ -17,15 +15,16 @@ use crate::controller::context::Context;
 
 /// What the stores say about a Subscription's world.
 pub struct Observed {
-    /// The CatalogSource the Subscription names.
-    pub catalog_source: Option<Arc<CatalogSource>>,
-    /// Its catalog, as loaded by the CatalogSource reconciler.
-    pub loaded: Option<Arc<LoadedCatalog>>,
-    /// The catalogs whose health the Subscription reports: those in its namespace and its own.
-    pub visible_catalogs: Vec<Arc<CatalogSource>>,
-    /// The Subscription's InstallPlans, oldest first (including ones created but not yet in
-    /// the store).
+    /// The catalogs the namespace sees (its own and the global catalog namespace's) and the one
+    /// the Subscription names, each with its catalog as loaded by the CatalogSource reconciler.
+    pub catalogs: Vec<(Arc<CatalogSource>, Option<Arc<LoadedCatalog>>)>,
+    /// The InstallPlans that serve the Subscription, oldest first (including ones created but
+    /// not yet in the store).
     pub plans: Vec<InstallPlan>,
+    /// Every InstallPlan in the namespace, likewise.
+    pub namespace_plans: Vec<InstallPlan>,
+    /// The Subscriptions in the namespace.
+    pub subscriptions: Vec<Arc<Subscription>>,
     /// opcat's CSVs in the namespace, by name.
     pub csvs: BTreeMap<String, Arc<ClusterServiceVersion>>,
     /// `spec.generation` for a new plan: one more than the highest in the namespace.
@@ -33,15 +32,20 @@ pub struct Observed {
 }
 
 impl Observed {
-    /// The catalog as resolution sees it.
-    pub fn catalog_state(&self) -> CatalogState<'_> {
-        match (&self.catalog_source, &self.loaded) {
-            (None, _) => CatalogState::Missing,
-            (Some(_), Some(loaded)) => CatalogState::Loaded(&loaded.catalog),
-            (Some(source), None) => CatalogState::NotLoaded {
-                ready: is_healthy(source),
-            },
-        }
+    /// The catalogs as resolution sees them.
+    pub fn seen(&self) -> Vec<SeenCatalog<'_>> {
+        self.catalogs
+            .iter()
+            .map(|(source, loaded)| SeenCatalog {
+                source,
+                loaded: loaded.as_deref(),
+            })
+            .collect()
+    }
+
+    /// The CatalogSources whose health the Subscription reports.
+    pub fn catalog_sources(&self) -> impl Iterator<Item = &CatalogSource> {
+        self.catalogs.iter().map(|(source, _)| source.as_ref())
     }
 }
 
@@ -50,22 +54,30 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
     let stores = &context.stores;
     let namespace = subscription.namespace().unwrap_or_default();
     let spec = &subscription.spec;
+    let global = context.settings.global_catalog_namespace.as_str();
 
-    let catalog_ref = ObjectRef::<CatalogSource>::new(&spec.catalog_source)
-        .within(&spec.catalog_source_namespace);
-    let catalog_source = stores.catalog_sources.get(&catalog_ref);
-    let loaded = catalog_source.as_ref().and_then(|_| {
-        context
-            .catalogs
-            .get(&spec.catalog_source_namespace, &spec.catalog_source)
-    });
-    let mut visible_catalogs: Vec<Arc<CatalogSource>> = stores
+    let mut sources: Vec<Arc<CatalogSource>> = stores
         .catalog_sources
         .state()
         .into_iter()
-        .filter(|catalog| catalog.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|catalog| {
+            let catalog_namespace = catalog.namespace().unwrap_or_default();
+            catalog_namespace == namespace
+                || catalog_namespace == global
+                || (catalog_namespace == spec.catalog_source_namespace
+                    && catalog.name_any() == spec.catalog_source)
+        })
         .collect();
-    visible_catalogs.extend(catalog_source.clone());
+    sources.sort_by_key(|catalog| (catalog.namespace(), catalog.name_any()));
+    let catalogs = sources
+        .into_iter()
+        .map(|source| {
+            let loaded = context
+                .catalogs
+                .get(&source.namespace().unwrap_or_default(), &source.name_any());
+            (source, loaded)
+        })
+        .collect();
 
     let in_namespace: Vec<Arc<InstallPlan>> = stores
         .install_plans
@@ -74,29 +86,36 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
         .filter(|plan| plan.namespace().as_deref() == Some(namespace.as_str()))
         .collect();
     let listed: Vec<String> = in_namespace.iter().filter_map(|plan| plan.uid()).collect();
-    let uid = subscription.uid().unwrap_or_default();
-    let unseen = created.unseen(&uid, &listed);
-    let max_generation = in_namespace
+    let unseen = created.unseen(&namespace, &listed);
+    let mut namespace_plans: Vec<InstallPlan> = in_namespace
         .iter()
-        .map(Arc::as_ref)
-        .chain(unseen.iter())
-        .filter_map(|plan| plan.spec.generation)
-        .max()
-        .unwrap_or(0);
-    let mut plans: Vec<InstallPlan> = in_namespace
-        .iter()
-        .filter(|plan| is_plan_of(plan, subscription))
         .map(|plan| plan.as_ref().clone())
         .chain(unseen)
         .collect();
-    plans.sort_by(|a, b| {
+    namespace_plans.sort_by(|a, b| {
         (a.spec.generation, a.creation_timestamp(), a.name_any()).cmp(&(
             b.spec.generation,
             b.creation_timestamp(),
             b.name_any(),
         ))
     });
+    let max_generation = namespace_plans
+        .iter()
+        .filter_map(|plan| plan.spec.generation)
+        .max()
+        .unwrap_or(0);
+    let plans = namespace_plans
+        .iter()
+        .filter(|plan| is_plan_of(plan, subscription))
+        .cloned()
+        .collect();
 
+    let subscriptions = stores
+        .subscriptions
+        .state()
+        .into_iter()
+        .filter(|sub| sub.namespace().as_deref() == Some(namespace.as_str()))
+        .collect();
     let csvs = stores
         .csvs
         .state()
@@ -106,10 +125,10 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
         .collect();
 
     Observed {
-        catalog_source,
-        loaded,
-        visible_catalogs,
+        catalogs,
         plans,
+        namespace_plans,
+        subscriptions,
         csvs,
         next_generation: max_generation.saturating_add(1),
     }

@@ -1,5 +1,6 @@
-//! One Subscription reconcile: dereference (stores) → decide (pure) → create the InstallPlan if
-//! one is missing (the only write besides status) → status (pure, written only when changed).
+//! One Subscription reconcile: dereference (stores) → decide (pure) → create the Subscriptions
+//! of new dependencies and the InstallPlan if one is missing (the only writes besides status)
+//! → status (pure, written only when changed). The first three hold the namespace's lock.
 
 use std::sync::Arc;
 
@@ -12,10 +13,11 @@ use super::SubscriptionContext;
 use super::catalog_health::catalog_health;
 use super::decide::{Decision, Inputs, Step, decide};
 use super::error::SubscriptionError;
+use super::install::Install;
 use super::observe::{Observed, observe};
 use super::plan_builder::{PlanInputs, build_install_plan};
 use super::report::{Report, read_report};
-use super::status::{StatusInputs, current_csv, desired_status, plan_for, report_source};
+use super::status::{StatusInputs, current_csv, desired_status, plan_listing, report_source};
 use crate::api::conditions::find_condition;
 use crate::api::subscription_status::RESOLUTION_FAILED;
 use crate::api::{InstallPlan, Subscription};
@@ -23,10 +25,11 @@ use crate::controller::apply;
 use crate::controller::clock::status_time;
 use crate::controller::context::Context;
 use crate::controller::wiring::backoff_key_of;
-use crate::resolve::BundleRef;
 
 /// Event reason: an InstallPlan was created.
 pub const EVENT_INSTALL_PLAN_CREATED: &str = "InstallPlanCreated";
+/// Event reason: a Subscription was created for a dependency.
+pub const EVENT_DEPENDENCY_SUBSCRIBED: &str = "DependencySubscriptionCreated";
 /// Event reason: resolution failed (or failed differently).
 pub const EVENT_RESOLUTION_FAILED: &str = "ResolutionFailed";
 
@@ -57,27 +60,37 @@ pub async fn reconcile(
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
 
+    // The namespace's Subscriptions resolve one at a time: see `created::NamespaceLocks`.
+    let lock = ctx.locks.of(&namespace);
+    let guard = lock.lock().await;
     let observed = observe(context, &ctx.created, &subscription);
+    let seen = observed.seen();
     let decision = decide(&Inputs {
         subscription: &subscription,
         plans: &observed.plans,
+        namespace_plans: &observed.namespace_plans,
         csvs: &observed.csvs,
-        catalog: observed.catalog_state(),
+        catalogs: &seen,
+        subscriptions: &observed.subscriptions,
     });
     tracing::debug!(%namespace, %name, step = ?decision.step, "subscription decision");
     if decision.step == (Step::CatalogNotLoaded { quiet: true }) {
-        // The catalog is READY but not in memory yet (a restart): the CatalogSource reconciler
-        // is loading it. Writing status now would only churn a converged Subscription.
+        // The catalogs are READY but not in memory yet (a restart): the CatalogSource
+        // reconciler is loading them. Writing status now would only churn a converged
+        // Subscription.
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
 
     let mut plans = observed.plans.clone();
-    if let Step::Install(bundle) = &decision.step
-        && plan_for(&plans, &bundle.name).is_none()
+    let mut created = false;
+    if let Step::Install(install) = &decision.step
+        && plan_listing(&plans, install.csvs()).is_none()
     {
-        let plan = create_plan(&ctx, &subscription, &observed, bundle).await?;
+        let plan = create_plan(&ctx, &subscription, &observed, install).await?;
         plans.push(plan);
+        created = true;
     }
+    drop(guard);
 
     write_status(&ctx, &subscription, &observed, &decision, &plans).await?;
     context
@@ -85,6 +98,9 @@ pub async fn reconcile(
         .succeeded(&backoff_key_of(super::CONTROLLER, subscription.as_ref()));
     Ok(match decision.step {
         Step::AtLatest | Step::ResolutionFailed { .. } => Action::requeue(context.settings.resync),
+        // Planned before: only a dependency whose CSV was deleted (it is not reinstalled while
+        // that plan exists); nothing to wait for.
+        Step::Install(_) if !created => Action::requeue(context.settings.resync),
         _ => Action::requeue(context.settings.wait_requeue),
     })
 }
@@ -94,55 +110,91 @@ async fn stores_ready(context: &Context) -> bool {
     context.stores.wait_until_ready().await.is_ok()
 }
 
-/// Creates the InstallPlan for `bundle` and records it until the store lists it.
+/// Creates the Subscriptions of new dependencies, then the InstallPlan for `install` owned by
+/// every Subscription it serves, and records the plan until the store lists it.
 async fn create_plan(
     ctx: &SubscriptionContext,
     subscription: &Subscription,
     observed: &Observed,
-    bundle: &BundleRef,
+    install: &Install,
 ) -> Result<InstallPlan, SubscriptionError> {
     let context = &ctx.context;
     let namespace = subscription.namespace().unwrap_or_default();
     let name = subscription.name_any();
-    let spec = &subscription.spec;
-    let digest = observed
-        .loaded
-        .as_ref()
-        .map(|loaded| loaded.digest.to_string())
-        .unwrap_or_default();
+    let mut owners: Vec<Subscription> = observed
+        .subscriptions
+        .iter()
+        .filter(|sub| install.existing_subscriptions.contains(&sub.name_any()))
+        .map(|sub| sub.as_ref().clone())
+        .collect();
+    let api: Api<Subscription> = Api::namespaced(context.client.clone(), &namespace);
+    for new in &install.new_subscriptions {
+        let new_name = new.name_any();
+        let created = apply::create_typed(&api, new).await.map_err(|source| {
+            SubscriptionError::CreateSubscription {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                dependency: new_name.clone(),
+                source,
+            }
+        })?;
+        let csv = new.spec.starting_csv.as_deref().unwrap_or_default();
+        let why = new
+            .annotations()
+            .get(super::dependency_subscriptions::REQUIRED_BY_ANNOTATION)
+            .map(|why| format!(" ({why})"))
+            .unwrap_or_default();
+        tracing::info!(
+            %namespace,
+            subscription = %name,
+            dependency = %new_name,
+            %csv,
+            catalog = %format!("{}/{}", new.spec.catalog_source_namespace, new.spec.catalog_source),
+            "created Subscription for a dependency"
+        );
+        context
+            .event(
+                &subscription.object_ref(&()),
+                EventType::Normal,
+                EVENT_DEPENDENCY_SUBSCRIBED,
+                "Resolve",
+                Some(format!(
+                    "created Subscription {new_name} to install dependency {csv} from catalog \
+                     {}/{}{why}",
+                    new.spec.catalog_source_namespace, new.spec.catalog_source
+                )),
+            )
+            .await;
+        owners.push(created);
+    }
+    let mut all_owners: Vec<&Subscription> = owners.iter().collect();
+    all_owners.push(subscription);
     let plan = build_install_plan(&PlanInputs {
         subscription,
-        bundle,
-        catalog: (&spec.catalog_source_namespace, &spec.catalog_source),
-        catalog_digest: &digest,
+        entries: &install.entries,
+        owners: &all_owners,
         generation: observed.next_generation,
     });
-    let api: Api<InstallPlan> = Api::namespaced(context.client.clone(), &namespace);
-    let created = apply::create_typed(&api, &plan).await.map_err(|source| {
+    let plans: Api<InstallPlan> = Api::namespaced(context.client.clone(), &namespace);
+    let csvs: Vec<&str> = install.csvs().collect();
+    let created = apply::create_typed(&plans, &plan).await.map_err(|source| {
         SubscriptionError::CreateInstallPlan {
             namespace: namespace.clone(),
             name: name.clone(),
-            csv: bundle.name.clone(),
+            csv: csvs.join(", "),
             source,
         }
     })?;
-    ctx.created
-        .record(&subscription.uid().unwrap_or_default(), created.clone());
+    ctx.created.record(created.clone());
     let plan_name = created.name_any();
     tracing::info!(
         %namespace,
         subscription = %name,
         install_plan = %plan_name,
-        csv = %bundle.name,
-        replaces = bundle.replaces.as_deref().unwrap_or_default(),
+        csvs = ?csvs,
         approval = plan.spec.approval.as_str(),
         "created InstallPlan"
     );
-    let upgrade = bundle
-        .replaces
-        .as_deref()
-        .map(|old| format!(", replacing {old}"))
-        .unwrap_or_default();
     context
         .event(
             &subscription.object_ref(&()),
@@ -150,17 +202,52 @@ async fn create_plan(
             EVENT_INSTALL_PLAN_CREATED,
             "Resolve",
             Some(format!(
-                "created InstallPlan {plan_name} ({} approval) to install {} from channel {} of \
-                 catalog {}/{}{upgrade}",
+                "created InstallPlan {plan_name} ({} approval) to install {}",
                 plan.spec.approval.as_str(),
-                bundle.name,
-                bundle.channel,
-                spec.catalog_source_namespace,
-                spec.catalog_source
+                describe(install)
             )),
         )
         .await;
     Ok(created)
+}
+
+/// The bundles of `install` in words: `a from channel c of catalog ns/n, replacing b; with
+/// dependency d from channel ... of catalog ...`.
+fn describe(install: &Install) -> String {
+    let bundle = |entry: &crate::controller::plan_record::PlanEntry| {
+        let upgrade = entry
+            .replaces
+            .as_deref()
+            .map(|old| format!(", replacing {old}"))
+            .unwrap_or_default();
+        format!(
+            "{} from channel {} of catalog {}{upgrade}",
+            entry.name,
+            entry.channel,
+            entry.catalog()
+        )
+    };
+    let own: Vec<String> = install
+        .entries
+        .iter()
+        .filter(|entry| Some(entry.name.as_str()) == install.own_csv())
+        .map(bundle)
+        .collect();
+    let dependencies: Vec<String> = install
+        .entries
+        .iter()
+        .filter(|entry| Some(entry.name.as_str()) != install.own_csv())
+        .map(bundle)
+        .collect();
+    match (own.is_empty(), dependencies.is_empty()) {
+        (false, true) => own.join("; "),
+        (false, false) => format!(
+            "{}; with dependencies {}",
+            own.join("; "),
+            dependencies.join("; ")
+        ),
+        (true, _) => format!("dependencies {}", dependencies.join("; ")),
+    }
 }
 
 async fn write_status(
@@ -179,13 +266,13 @@ async fn write_status(
 
     let health = catalog_health(
         (&spec.catalog_source_namespace, &spec.catalog_source),
-        observed.visible_catalogs.iter().map(Arc::as_ref),
+        observed.catalog_sources(),
         current
             .and_then(|status| status.catalog_health.as_deref())
             .unwrap_or_default(),
         &now,
     );
-    let current_csv = current_csv(decision, plans, current);
+    let current_csv = current_csv(decision, plans, current, &name);
     let report = read_report(report_source(
         current_csv.as_deref(),
         decision,
@@ -195,6 +282,7 @@ async fn write_status(
         tracing::debug!(%namespace, %name, %error, "ignoring unreadable pull-secret report");
     }
     let desired = desired_status(&StatusInputs {
+        subscription: &name,
         current,
         plans,
         csvs: &observed.csvs,

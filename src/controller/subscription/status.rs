@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Resource, ResourceExt};
 
 use super::catalog_health::CatalogHealth;
-use super::decide::{Decision, Step, plan_csv};
+use super::decide::{Decision, Step, latest_csv};
 use super::report::{Report, mirror};
 use crate::api::conditions::{
     DesiredCondition, Status, find_condition, remove_condition, set_condition,
@@ -44,6 +44,8 @@ pub const REASON_REQUIRES_APPROVAL: &str = "RequiresApproval";
 
 /// Everything the status is computed from.
 pub struct StatusInputs<'a> {
+    /// The Subscription's name.
+    pub subscription: &'a str,
     /// The status as stored.
     pub current: Option<&'a SubscriptionStatus>,
     /// The Subscription's InstallPlans, oldest first (including one just created).
@@ -57,17 +59,21 @@ pub struct StatusInputs<'a> {
     pub now: &'a Time,
 }
 
-/// The CSV the Subscription is moving to (or has): the one being installed, else the installed
-/// one, else the latest plan's, else what the status said.
+/// The CSV the Subscription `subscription` is moving to (or has): the one being installed, else
+/// the installed one, else the latest plan's, else what the status said.
 pub fn current_csv(
     decision: &Decision,
     plans: &[InstallPlan],
     current: Option<&SubscriptionStatus>,
+    subscription: &str,
 ) -> Option<String> {
-    let latest = plans.last().and_then(plan_csv).map(str::to_owned);
+    let latest = latest_csv(plans, subscription);
     match &decision.step {
-        Step::Install(bundle) => Some(bundle.name.clone()),
-        Step::PlanInFlight => latest,
+        Step::Install(install) => install
+            .own_csv()
+            .map(str::to_owned)
+            .or_else(|| decision.installed.clone()),
+        Step::PlanInFlight => latest.or_else(|| decision.installed.clone()),
         _ => decision
             .installed
             .clone()
@@ -96,7 +102,24 @@ pub fn report_source<'a>(
 
 /// The latest plan that installs `csv`.
 pub fn plan_for<'a>(plans: &'a [InstallPlan], csv: &str) -> Option<&'a InstallPlan> {
-    plans.iter().rev().find(|plan| plan_csv(plan) == Some(csv))
+    plans.iter().rev().find(|plan| {
+        plan.spec
+            .cluster_service_version_names
+            .iter()
+            .any(|listed| listed == csv)
+    })
+}
+
+/// The latest plan that installs every one of `csvs`.
+pub fn plan_listing<'a, 'c>(
+    plans: &'a [InstallPlan],
+    csvs: impl IntoIterator<Item = &'c str>,
+) -> Option<&'a InstallPlan> {
+    let csvs: Vec<&str> = csvs.into_iter().collect();
+    plans.iter().rev().find(|plan| {
+        let listed = &plan.spec.cluster_service_version_names;
+        csvs.iter().all(|csv| listed.iter().any(|name| name == csv))
+    })
 }
 
 /// Computes the status to write.
@@ -107,7 +130,12 @@ pub fn desired_status(inputs: &StatusInputs<'_>) -> SubscriptionStatus {
         .cloned()
         .unwrap_or_else(|| SubscriptionStatus::new(now.clone()));
 
-    let current = current_csv(inputs.decision, inputs.plans, inputs.current);
+    let current = current_csv(
+        inputs.decision,
+        inputs.plans,
+        inputs.current,
+        inputs.subscription,
+    );
     let plan = current
         .as_deref()
         .and_then(|csv| plan_for(inputs.plans, csv));

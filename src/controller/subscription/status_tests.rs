@@ -6,8 +6,9 @@ use kube::api::ObjectMeta;
 use super::*;
 use crate::api::install_plan::{BundleLookup, BundleLookupCondition, InstallPlanStatus};
 use crate::api::{Approval, InstallPlanSpec};
+use crate::controller::plan_record::PlanEntry;
 use crate::controller::subscription::catalog_health::HealthCondition;
-use crate::resolve::BundleRef;
+use crate::controller::subscription::install::Install;
 
 fn at(seconds: i64) -> Time {
     Time(jiff::Timestamp::from_second(seconds).unwrap())
@@ -46,15 +47,18 @@ fn plan(csv: &str, phase: Option<&str>) -> InstallPlan {
     }
 }
 
-fn bundle(name: &str) -> BundleRef {
-    BundleRef {
-        package: "demo".into(),
-        channel: "stable".into(),
-        name: name.into(),
-        version: semver::Version::new(1, 0, 0),
-        image: "registry.example.com/demo:v1".into(),
-        replaces: None,
-    }
+fn bundle(name: &str) -> Install {
+    Install::new(
+        "demo",
+        vec![PlanEntry {
+            package: "demo".into(),
+            channel: "stable".into(),
+            name: name.into(),
+            image: "registry.example.com/demo:v1".into(),
+            subscription: "demo".into(),
+            ..PlanEntry::default()
+        }],
+    )
 }
 
 fn csvs(names: &[&str]) -> BTreeMap<String, Arc<ClusterServiceVersion>> {
@@ -77,6 +81,7 @@ fn compute(
     now: i64,
 ) -> SubscriptionStatus {
     desired_status(&StatusInputs {
+        subscription: "demo",
         current,
         plans,
         csvs,
@@ -258,6 +263,7 @@ fn the_pull_secret_report_is_mirrored() {
         step: Step::AtLatest,
     };
     let status = desired_status(&StatusInputs {
+        subscription: "demo",
         current: None,
         plans: &plans,
         csvs: &csvs(&["demo.v1"]),
@@ -284,6 +290,7 @@ fn a_status_read_back_from_the_api_is_unchanged() {
         step: Step::PlanInFlight,
     };
     let desired = desired_status(&StatusInputs {
+        subscription: "demo",
         current: None,
         plans: &plans,
         csvs: &csvs(&[]),
@@ -296,6 +303,7 @@ fn a_status_read_back_from_the_api_is_unchanged() {
         serde_json::from_value(serde_json::to_value(&desired).unwrap()).unwrap();
     assert_eq!(read_back, desired);
     let again = desired_status(&StatusInputs {
+        subscription: "demo",
         current: Some(&read_back),
         plans: &plans,
         csvs: &csvs(&[]),
