@@ -74,7 +74,7 @@ pub fn controller(
     shutdown: Shutdown,
 ) -> BoxFuture<'static, ()> {
     let operator_groups = operator_group::controller(context.clone(), reflectors, shutdown.clone());
-    let subscriptions = context.stores.subscriptions.clone();
+    let subscriptions = context.stores.namespaced.subscriptions.clone();
     let for_catalog = {
         let subscriptions = subscriptions.clone();
         move |catalog: Arc<CatalogSource>| triggers::for_catalog_source(&subscriptions, &catalog)
@@ -84,7 +84,7 @@ pub fn controller(
         move |csv: Arc<ClusterServiceVersion>| triggers::for_csv(&subscriptions, &csv)
     };
     let controller =
-        Controller::for_shared_stream(reflectors.subscriptions.subscribe(), subscriptions)
+        Controller::for_shared_stream(reflectors.subscriptions.subscribe(), subscriptions.store())
             .watches_shared_stream(reflectors.catalog_sources.subscribe(), for_catalog)
             .watches_shared_stream(
                 reflectors.install_plans.subscribe(),

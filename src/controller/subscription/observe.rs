@@ -59,20 +59,12 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
             .catalogs
             .get(&spec.catalog_source_namespace, &spec.catalog_source)
     });
-    let mut visible_catalogs: Vec<Arc<CatalogSource>> = stores
-        .catalog_sources
-        .state()
-        .into_iter()
-        .filter(|catalog| catalog.namespace().as_deref() == Some(namespace.as_str()))
-        .collect();
+    let mut visible_catalogs: Vec<Arc<CatalogSource>> =
+        stores.namespaced.catalog_sources.in_namespace(&namespace);
     visible_catalogs.extend(catalog_source.clone());
 
-    let in_namespace: Vec<Arc<InstallPlan>> = stores
-        .install_plans
-        .state()
-        .into_iter()
-        .filter(|plan| plan.namespace().as_deref() == Some(namespace.as_str()))
-        .collect();
+    let in_namespace: Vec<Arc<InstallPlan>> =
+        stores.namespaced.install_plans.in_namespace(&namespace);
     let listed: Vec<String> = in_namespace.iter().filter_map(|plan| plan.uid()).collect();
     let uid = subscription.uid().unwrap_or_default();
     let unseen = created.unseen(&uid, &listed);
@@ -98,10 +90,10 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
     });
 
     let csvs = stores
+        .namespaced
         .csvs
-        .state()
+        .in_namespace(&namespace)
         .into_iter()
-        .filter(|csv| csv.namespace().as_deref() == Some(namespace.as_str()))
         .map(|csv| (csv.name_any(), csv))
         .collect();
 

@@ -2,15 +2,16 @@
 //! no API request).
 
 use kube::ResourceExt;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
 use crate::controller::keys;
+use crate::controller::stores::Indexed;
 
 /// A CatalogSource changed (a new digest may mean an upgrade; its health is in the status of
 /// every Subscription that can see it): the Subscriptions naming it and those in its namespace.
 pub fn for_catalog_source(
-    subscriptions: &Store<Subscription>,
+    subscriptions: &Indexed<Subscription>,
     catalog: &CatalogSource,
 ) -> Vec<ObjectRef<Subscription>> {
     let namespace = catalog.namespace().unwrap_or_default();
@@ -36,7 +37,7 @@ pub fn for_install_plan(plan: &InstallPlan) -> Option<ObjectRef<Subscription>> {
 /// A CSV changed: the Subscription named in its annotation, and any Subscription in its
 /// namespace whose status names it.
 pub fn for_csv(
-    subscriptions: &Store<Subscription>,
+    subscriptions: &Indexed<Subscription>,
     csv: &ClusterServiceVersion,
 ) -> Vec<ObjectRef<Subscription>> {
     let Some(namespace) = csv.namespace() else {
@@ -45,9 +46,8 @@ pub fn for_csv(
     let name = csv.name_any();
     let annotated = csv.annotations().get(keys::csv::SUBSCRIPTION);
     let mut refs: Vec<ObjectRef<Subscription>> = subscriptions
-        .state()
+        .in_namespace(&namespace)
         .iter()
-        .filter(|sub| sub.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|sub| {
             let status = sub.status.as_ref();
             Some(&sub.name_any()) == annotated
