@@ -413,7 +413,42 @@ trait Trim: Resource {
 
 impl Trim for CatalogSource {}
 impl Trim for Subscription {}
-impl Trim for ClusterServiceVersion {}
+impl Trim for ClusterServiceVersion {
+    /// Also drops what only user interfaces read: description, icon, keywords, maintainers,
+    /// links, provider, and the presentation of owned and required APIs. No reconciler reads them
+    /// from the store, and no write sends the stored spec back (status, annotations and
+    /// finalizers are written by patches).
+    fn trim(&mut self) {
+        self.metadata.managed_fields = None;
+        let spec = &mut self.spec;
+        spec.description = None;
+        spec.icon = None;
+        spec.keywords = None;
+        spec.maintainers = None;
+        spec.links = None;
+        spec.provider = None;
+        if let Some(crds) = &mut spec.custom_resource_definitions {
+            for crd in crds
+                .owned
+                .iter_mut()
+                .chain(crds.required.iter_mut())
+                .flatten()
+            {
+                crd.presentation = Default::default();
+            }
+        }
+        if let Some(services) = &mut spec.api_service_definitions {
+            for service in services
+                .owned
+                .iter_mut()
+                .chain(services.required.iter_mut())
+                .flatten()
+            {
+                service.presentation = Default::default();
+            }
+        }
+    }
+}
 impl Trim for InstallPlan {}
 impl Trim for OperatorGroup {}
 impl Trim for Secret {}
