@@ -94,6 +94,8 @@ pub struct ServiceAccountEdit {
     annotations_present: bool,
     annotations: Vec<AnnotationChange>,
     labels_present: bool,
+    /// [`PULL_SECRETS_LABEL`] is the only label.
+    only_label: bool,
     /// [`PULL_SECRETS_LABEL`], when it must be added or removed.
     label: Option<AnnotationChange>,
 }
@@ -185,6 +187,10 @@ impl ServiceAccountEdit {
                 (Some(value), false) => ops.push(
                     json!({"op": "add", "path": "/metadata/labels", "value": {change.key: value}}),
                 ),
+                // The last label goes with its map, as the server would serve it.
+                (None, _) if self.only_label => {
+                    ops.push(json!({"op": "remove", "path": "/metadata/labels"}))
+                }
                 (None, _) => ops.push(json!({"op": "remove", "path": path})),
             }
         }
@@ -362,6 +368,11 @@ fn edit(
         annotations_present: sa.metadata.annotations.is_some(),
         annotations,
         labels_present: sa.metadata.labels.is_some(),
+        only_label: sa
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|labels| labels.len() == 1 && labels.contains_key(PULL_SECRETS_LABEL)),
         label,
     })
 }
