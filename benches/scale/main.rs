@@ -1,4 +1,4 @@
-//! Scale benchmark of the controller (issue 5 and issue 6), run by `scripts/bench-scale.sh`.
+//! Scale benchmark of the controller (issues 5, 6 and 12), run by `scripts/bench-scale.sh`.
 //!
 //! For each N: the real `opcat run` binary (its own process, so its memory is its own) against
 //! the in-memory API server over HTTP and the real `docker-registry` (TLS, basic auth) holding
