@@ -4,7 +4,9 @@
 # auth). For each N: N namespaces each with an OperatorGroup and a Subscription to one catalog
 # with two source secrets converge from scratch; a steady-state window longer than the resync
 # (writes must be 0); then one source secret is rotated until all N copies carry the new data.
-# Prints the details per run on stderr and a Markdown table plus the issue 6 targets on stdout.
+# Prints the details per run on stderr; on stdout a Markdown table (min-max over BENCH_ROUNDS
+# runs of each N), opcat's requests by verb and resource per phase, the CPU time of opcat and of
+# the in-memory API server, and issue 12's targets.
 #
 # Usage: scripts/bench-scale.sh [N ...]        (default: 200 1000)
 # Env:   BENCH_ROUNDS (default 2: every N is run that many times, each from a fresh cluster and

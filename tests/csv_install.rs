@@ -25,6 +25,7 @@ use opcat::controller::context::Settings;
 use support::Env;
 
 const NS: &str = "ops";
+const CSV_CONTROLLER: &str = opcat::metrics::controllers::CSV;
 const PACKAGE: &str = "widget-operator";
 const SECRET: &str = "registry-creds";
 
@@ -348,9 +349,9 @@ async fn a_converged_install_makes_no_writes_even_across_a_restart() {
 
     for round in ["running", "restarted"] {
         env.api.reset_counts();
-        let reads_before = env.api.request_counts().get(Verb::Get, "serviceaccounts");
+        let before = env.reconciles(CSV_CONTROLLER);
         env.wait_until("several reconciles of the converged CSV", TIMEOUT, || {
-            env.api.request_counts().get(Verb::Get, "serviceaccounts") >= reads_before + 9
+            env.reconciles(CSV_CONTROLLER) >= before + 9.0
         })
         .await;
         assert_eq!(
@@ -392,8 +393,9 @@ async fn installs_in_several_namespaces_share_the_crd_without_taking_it_over_fro
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     env.api.reset_counts();
+    let before = env.reconciles(CSV_CONTROLLER);
     env.wait_until("several resyncs of every CSV", TIMEOUT, || {
-        env.api.request_counts().get(Verb::Get, "serviceaccounts") >= 3 * 9
+        env.reconciles(CSV_CONTROLLER) >= before + 3.0 * 9.0
     })
     .await;
     assert_eq!(

@@ -117,6 +117,11 @@ impl Controller {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Memory now, and the peak since the start.
     pub fn memory(&self) -> Memory {
         self.sampler.memory()

@@ -1,4 +1,4 @@
-//! Scale benchmark of the controller (issue 5 and issue 6), run by `scripts/bench-scale.sh`.
+//! Scale benchmark of the controller (issues 5, 6 and 12), run by `scripts/bench-scale.sh`.
 //!
 //! For each N: the real `opcat run` binary (its own process, so its memory is its own) against
 //! the in-memory API server over HTTP and the real `docker-registry` (TLS, basic auth) holding
@@ -13,7 +13,10 @@
 //! 3. **Rotation**: one source secret's data changes (one PATCH, not counted); timed until all N
 //!    copies carry the new data; the writes it took.
 //!
-//! Memory: `VmRSS` sampled every 50 ms and `VmHWM` from `/proc/<pid>/status`.
+//! Requests are the controller's only, by verb and resource, from the API server's request log
+//! (the benchmark's own rotating PATCH is tagged and left out). Memory: `VmRSS` sampled every
+//! 50 ms and `VmHWM` from `/proc/<pid>/status`. CPU time of each phase for the controller and
+//! for the API server, which runs on its own runtime threads in this process ([`cpu`]).
 //!
 //! `cargo bench --bench scale -- [N ...] [--concurrency C] [--resync D] [--steady-secs S]`.
 //! Without `--bench` (`cargo test --benches`) it runs a smoke test with N = 3 against the
@@ -24,6 +27,7 @@
 
 mod cluster;
 mod controller;
+mod cpu;
 mod measure;
 #[path = "../../tests/ops_support/mod.rs"]
 mod ops_support;
@@ -35,10 +39,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use fake_apiserver::Verb;
 
 use cluster::{Cluster, ROTATED, SOURCES};
 use controller::{Controller, Options};
+use cpu::Cpu;
 use measure::{Expected, Tally};
 use report::RunReport;
 
@@ -95,9 +99,16 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    // The API server's own runtime: its CPU time is measured apart from the benchmark's.
+    let api_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(cpu::FAKE_THREAD)
+        .enable_all()
+        .build()
+        .expect("the API server's tokio runtime");
     let mut reports = Vec::new();
     for &n in &args.sizes {
-        let report = runtime.block_on(run(n, &args));
+        let report = runtime.block_on(run(n, &args, api_runtime.handle()));
         eprintln!("{}", report.details());
         reports.push(report);
     }
@@ -117,14 +128,14 @@ fn main() {
     }
 }
 
-async fn run(n: usize, args: &Args) -> RunReport {
+async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> RunReport {
     let binary = args
         .opcat
         .clone()
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_opcat")));
     let timeout = Duration::from_secs(args.timeout_secs);
     eprintln!("N={n}: starting the registry and the API server");
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(api_runtime).await;
     let api = cluster.api().clone();
     let mut controller = Controller::start(&Options {
         binary: &binary,
@@ -136,10 +147,12 @@ async fn run(n: usize, args: &Args) -> RunReport {
     })
     .await;
     let tenants = cluster::tenants(n);
+    let idle_memory = controller.memory();
 
     // 1. Converge from scratch.
     eprintln!("N={n}: converging");
     api.reset_counts();
+    let cpu_start = Cpu::now(controller.pid());
     let start = Instant::now();
     cluster.seed_catalog();
     for tenant in &tenants {
@@ -167,18 +180,23 @@ async fn run(n: usize, args: &Args) -> RunReport {
     let quiet = Duration::from_secs(2);
     measure::wait_quiet(&api, quiet, timeout).await;
     let converge_requests = Tally::of(&api);
+    let converge_cpu = Cpu::now(controller.pid()).since(&cpu_start);
 
     // 2. Steady state.
     eprintln!("N={n}: converged in {converge:.1?}; steady window");
     let steady_window = Duration::from_secs(args.steady_secs);
     api.reset_counts();
+    let cpu_start = Cpu::now(controller.pid());
     tokio::time::sleep(steady_window).await;
     let steady_requests = Tally::of(&api);
+    let steady_cpu = Cpu::now(controller.pid()).since(&cpu_start);
     let steady_memory = controller.memory();
+    let watched = measure::watched_objects(&cluster);
 
     // 3. Rotation.
     eprintln!("N={n}: rotating {ROTATED}");
     api.reset_counts();
+    let cpu_start = Cpu::now(controller.pid());
     let start = Instant::now();
     let rotated = cluster.rotate().await;
     for (copy, data) in &mut expected {
@@ -196,7 +214,8 @@ async fn run(n: usize, args: &Args) -> RunReport {
     )
     .await;
     measure::wait_quiet(&api, quiet, timeout).await;
-    let rotation_requests = Tally::of(&api).without(Verb::Patch, "secrets", 1);
+    let rotation_requests = Tally::of(&api);
+    let rotation_cpu = Cpu::now(controller.pid()).since(&cpu_start);
 
     let warnings = controller.warnings();
     let memory = controller.stop();
@@ -206,13 +225,18 @@ async fn run(n: usize, args: &Args) -> RunReport {
         resync: args.resync.clone(),
         converge,
         converge_requests,
+        converge_cpu,
         steady_window,
         steady_requests,
+        steady_cpu,
         fan_out,
         rotation_requests,
+        rotation_cpu,
+        idle_memory,
         converged_memory,
         steady_memory,
         memory,
+        watched,
         warnings,
     }
 }

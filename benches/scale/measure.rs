@@ -5,25 +5,31 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use fake_apiserver::{FakeApiServer, RequestCounts, Verb};
+use fake_apiserver::{FakeApiServer, LoggedRequest, Verb};
 use k8s_openapi::ByteString;
 use serde_json::Value;
 
-use crate::cluster::{Cluster, SUBSCRIPTION};
+use crate::cluster::{BENCH_AGENT, Cluster, SUBSCRIPTION};
 
-/// Requests by verb and resource (`secrets`, `subscriptions/status`).
+/// The controller's requests by verb and resource (`secrets`, `subscriptions/status`).
 #[derive(Clone, Debug, Default)]
 pub struct Tally(BTreeMap<(Verb, String), u64>);
 
 impl Tally {
-    /// The server's counters now.
+    /// The controller's requests in the server's request log since the last reset (which this
+    /// empties): every request but the benchmark's own ([`BENCH_AGENT`]). Objects a user would
+    /// create are seeded into the store directly and make no requests.
     pub fn of(api: &FakeApiServer) -> Self {
-        Self::from_counts(&api.request_counts())
+        Self::from_log(&api.take_request_log())
     }
 
-    fn from_counts(counts: &RequestCounts) -> Self {
+    fn from_log(log: &[LoggedRequest]) -> Self {
         let mut tally = BTreeMap::new();
-        for (key, count) in counts.iter() {
+        for request in log
+            .iter()
+            .filter(|request| request.agent.as_deref() != Some(BENCH_AGENT))
+        {
+            let key = &request.key;
             let mut resource = if key.resource.is_empty() {
                 "(discovery)".to_owned()
             } else {
@@ -33,22 +39,19 @@ impl Tally {
                 resource.push('/');
                 resource.push_str(&key.subresource);
             }
-            *tally.entry((key.verb, resource)).or_default() += count;
+            *tally.entry((key.verb, resource)).or_default() += 1;
         }
         Self(tally)
     }
 
-    /// Removes requests the benchmark itself made.
-    pub fn without(mut self, verb: Verb, resource: &str, count: u64) -> Self {
-        let key = (verb, resource.to_owned());
-        let entry = self.0.entry(key.clone()).or_default();
-        *entry = entry
-            .checked_sub(count)
-            .unwrap_or_else(|| panic!("fewer than {count} {verb} {resource} requests counted"));
-        if *entry == 0 {
-            self.0.remove(&key);
-        }
-        self
+    /// Every `(verb, resource)` with its count.
+    pub fn iter(&self) -> impl Iterator<Item = (&(Verb, String), u64)> {
+        self.0.iter().map(|(key, count)| (key, *count))
+    }
+
+    /// Requests with `verb`.
+    pub fn verb(&self, verb: Verb) -> u64 {
+        self.by_verb().get(&verb).copied().unwrap_or(0)
     }
 
     /// Totals by verb.
@@ -70,17 +73,6 @@ impl Tally {
 
     pub fn reads(&self) -> u64 {
         self.sum(|verb| !verb.is_write())
-    }
-
-    /// Write requests by resource.
-    pub fn writes_by_resource(&self) -> BTreeMap<String, u64> {
-        let mut resources = BTreeMap::new();
-        for ((verb, resource), count) in &self.0 {
-            if verb.is_write() {
-                *resources.entry(format!("{verb} {resource}")).or_default() += count;
-            }
-        }
-        resources
     }
 
     fn sum(&self, pred: impl Fn(Verb) -> bool) -> u64 {
@@ -201,4 +193,69 @@ pub async fn wait_quiet(api: &FakeApiServer, quiet: Duration, limit: Duration) -
             "still writing after {limit:?}:\n{after}"
         );
     }
+}
+
+/// How many objects the controller's watches select, by kind: every Namespace, Subscription,
+/// OperatorGroup and CatalogSource, the pull-secret copies, and what opcat created (labelled
+/// `app.kubernetes.io/managed-by=opcat`). The denominator of "RSS per cached object".
+pub fn watched_objects(cluster: &Cluster) -> BTreeMap<&'static str, usize> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use opcat::api::{
+        CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, OperatorGroup,
+        Subscription,
+    };
+    use opcat::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+
+    fn count<K>(cluster: &Cluster, keep: impl Fn(&K) -> bool) -> usize
+    where
+        K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+    {
+        cluster
+            .api()
+            .list::<K>(None)
+            .iter()
+            .filter(|o| keep(o))
+            .count()
+    }
+    fn ours<K: kube::Resource>(object: &K) -> bool {
+        object
+            .meta()
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(MANAGED_BY_LABEL))
+            .is_some_and(|value| value == MANAGED_BY_VALUE)
+    }
+    let copy = |secret: &Secret| {
+        secret
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|labels| labels.contains_key(MANAGED_LABEL))
+    };
+    BTreeMap::from([
+        ("namespaces", count::<Namespace>(cluster, |_| true)),
+        ("subscriptions", count::<Subscription>(cluster, |_| true)),
+        ("operatorgroups", count::<OperatorGroup>(cluster, |_| true)),
+        ("catalogsources", count::<CatalogSource>(cluster, |_| true)),
+        (
+            "clusterserviceversions",
+            count::<ClusterServiceVersion>(cluster, ours),
+        ),
+        ("installplans", count::<InstallPlan>(cluster, ours)),
+        ("deployments", count::<Deployment>(cluster, ours)),
+        ("secrets (copies)", count::<Secret>(cluster, copy)),
+        (
+            "serviceaccounts (opcat's)",
+            count::<ServiceAccount>(cluster, ours),
+        ),
+        ("roles", count::<Role>(cluster, ours)),
+        ("rolebindings", count::<RoleBinding>(cluster, ours)),
+        ("clusterroles", count::<ClusterRole>(cluster, ours)),
+        (
+            "clusterrolebindings",
+            count::<ClusterRoleBinding>(cluster, ours),
+        ),
+    ])
 }

@@ -244,9 +244,7 @@ pub async fn execute(args: Args) -> CliResult {
     let health = Arc::new(Health::default());
     let _admin = AdminServer::start(args.admin_address, health.clone(), metrics.clone()).await?;
 
-    let client = kube::Client::try_default()
-        .await
-        .map_err(RunError::Client)?;
+    let client = client().await?;
     manager::check_crds(&client).await?;
 
     let settings = Settings {
@@ -460,6 +458,22 @@ fn dns_subdomain(text: &str) -> Result<String, String> {
              most 253)"
         ))
     }
+}
+
+/// `User-Agent` of opcat's requests to the API server, so audit logs (and the scale benchmark)
+/// can tell them from everyone else's.
+pub const USER_AGENT: &str = concat!("opcat/", env!("CARGO_PKG_VERSION"));
+
+/// The client of the kubeconfig or in-cluster config, identifying itself as [`USER_AGENT`].
+async fn client() -> Result<kube::Client, RunError> {
+    let mut config = kube::Config::infer()
+        .await
+        .map_err(|error| RunError::Client(kube::Error::InferConfig(error)))?;
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
+    kube::Client::try_from(config).map_err(RunError::Client)
 }
 
 #[cfg(test)]

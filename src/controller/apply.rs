@@ -135,6 +135,21 @@ pub async fn apply_dynamic(
     desired: &DynamicObject,
     live: Option<&DynamicObject>,
 ) -> Result<Outcome, ApplyError> {
+    Ok(
+        match apply_dynamic_returning(client, resource, desired, live).await? {
+            Some(_) => Outcome::Applied,
+            None => Outcome::Unchanged,
+        },
+    )
+}
+
+/// [`apply_dynamic`], returning the object as the server wrote it (`None`: no request).
+pub async fn apply_dynamic_returning(
+    client: &Client,
+    resource: &ResolvedResource,
+    desired: &DynamicObject,
+    live: Option<&DynamicObject>,
+) -> Result<Option<DynamicObject>, ApplyError> {
     let name = desired.name_any();
     let namespace = desired.namespace();
     let object = display_name(namespace.as_deref(), &name);
@@ -142,7 +157,7 @@ pub async fn apply_dynamic(
     if let Some(live) = live
         && is_contained(live, desired)
     {
-        return Ok(Outcome::Unchanged);
+        return Ok(None);
     }
     let api = dynamic_api(client, resource, namespace.as_deref());
     let mut body = serde_json::to_value(desired).map_err(|e| {
@@ -151,8 +166,8 @@ pub async fn apply_dynamic(
     set_type_meta(&mut body, &resource.resource.api_version, &kind);
     api.patch(&name, &apply_params(), &Patch::Apply(&body))
         .await
-        .map_err(|source| ApplyError::new("apply", &kind, object, source))?;
-    Ok(Outcome::Applied)
+        .map(Some)
+        .map_err(|source| ApplyError::new("apply", &kind, object, source))
 }
 
 /// An `Api<DynamicObject>` for a resolved resource, namespaced when the resource is.

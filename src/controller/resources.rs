@@ -174,6 +174,19 @@ pub fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
     }
 }
 
+/// Every kind of the static table.
+pub fn known_kinds() -> impl Iterator<Item = ResolvedResource> {
+    KNOWN.iter().map(
+        |(group, version, kind, plural, namespaced)| ResolvedResource {
+            resource: ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk(group, version, kind),
+                plural,
+            ),
+            namespaced: *namespaced,
+        },
+    )
+}
+
 /// The static table entry for a kind, if it is one opcat knows without discovery.
 pub fn known(gvk: &GroupVersionKind) -> Option<ResolvedResource> {
     KNOWN

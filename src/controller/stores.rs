@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -19,6 +19,8 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::{broadcast, watch};
 
+pub use super::namespace_index::{Indexed, NamespaceIndex};
+use super::owned_objects::OwnedObjects;
 use crate::api::{
     CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, MANAGED_LABEL_VALUE,
     OperatorGroup, Subscription,
@@ -55,6 +57,11 @@ pub fn created_by_opcat() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
 }
 
+/// Label selector of the ServiceAccounts opcat attached pull secrets to.
+pub fn attached_service_accounts() -> String {
+    crate::pull_secrets::names::PULL_SECRETS_LABEL.to_owned()
+}
+
 /// Label selector of opcat's pull-secret copies.
 pub fn pull_secret_copies() -> String {
     format!("{MANAGED_LABEL}={MANAGED_LABEL_VALUE}")
@@ -70,6 +77,7 @@ where
     deleted: broadcast::Sender<Arc<K>>,
     /// `true` once the watch has listed (see [`Listed`]).
     listed: watch::Sender<bool>,
+    index: NamespaceIndex,
 }
 
 impl<K> Shared<K>
@@ -85,7 +93,13 @@ where
             writer,
             deleted,
             listed,
+            index: NamespaceIndex::default(),
         }
+    }
+
+    /// The store with its namespace index.
+    pub fn indexed(&self) -> Indexed<K> {
+        Indexed::new(self.store.clone(), self.index.clone())
     }
 
     /// The store (cheap to clone).
@@ -140,7 +154,24 @@ pub struct Stores {
     pub deployments: Store<Deployment>,
     pub copies: Store<Secret>,
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
+    /// ServiceAccounts carrying opcat's pull-secret edits (label-selected).
+    pub service_accounts: Store<ServiceAccount>,
+    /// What opcat created, metadata only, by the CSV it belongs to.
+    pub owned: OwnedObjects,
+    /// The namespaced stores that reconcilers and triggers read by namespace, with an index.
+    pub namespaced: Namespaced,
     listed: Listed,
+}
+
+/// Stores read by namespace, each with its index (see [`Indexed`]).
+#[derive(Clone)]
+pub struct Namespaced {
+    pub catalog_sources: Indexed<CatalogSource>,
+    pub subscriptions: Indexed<Subscription>,
+    pub csvs: Indexed<ClusterServiceVersion>,
+    pub install_plans: Indexed<InstallPlan>,
+    pub operator_groups: Indexed<OperatorGroup>,
+    pub copies: Indexed<Secret>,
 }
 
 /// The shared watches stopped (the manager is stopping) before every one had listed.
@@ -202,6 +233,8 @@ pub struct Reflectors {
     pub deployments: Shared<Deployment>,
     pub copies: Shared<Secret>,
     pub namespaces: Shared<PartialObjectMeta<Namespace>>,
+    pub service_accounts: Shared<ServiceAccount>,
+    pub owned: OwnedObjects,
 }
 
 /// A future that drives watches until the process stops.
@@ -220,6 +253,8 @@ impl Reflectors {
             deployments: Shared::new(),
             copies: Shared::new(),
             namespaces: Shared::new(),
+            service_accounts: Shared::new(),
+            owned: OwnedObjects::new(),
         }
     }
 
@@ -234,8 +269,18 @@ impl Reflectors {
             deployments: self.deployments.store(),
             copies: self.copies.store(),
             namespaces: self.namespaces.store(),
+            service_accounts: self.service_accounts.store(),
+            owned: self.owned.clone(),
+            namespaced: Namespaced {
+                catalog_sources: self.catalog_sources.indexed(),
+                subscriptions: self.subscriptions.indexed(),
+                csvs: self.csvs.indexed(),
+                install_plans: self.install_plans.indexed(),
+                operator_groups: self.operator_groups.indexed(),
+                copies: self.copies.indexed(),
+            },
             listed: Listed {
-                watches: vec![
+                watches: [
                     self.catalog_sources.listed.subscribe(),
                     self.subscriptions.listed.subscribe(),
                     self.csvs.listed.subscribe(),
@@ -244,7 +289,11 @@ impl Reflectors {
                     self.deployments.listed.subscribe(),
                     self.copies.listed.subscribe(),
                     self.namespaces.listed.subscribe(),
-                ],
+                    self.service_accounts.listed.subscribe(),
+                ]
+                .into_iter()
+                .chain(self.owned.listed())
+                .collect(),
             },
         }
     }
@@ -254,6 +303,7 @@ impl Reflectors {
         let all = watcher::Config::default();
         let ours = watcher::Config::default().labels(&created_by_opcat());
         let copies = watcher::Config::default().labels(&pull_secret_copies());
+        let attached = watcher::Config::default().labels(&attached_service_accounts());
         let client = &self.client;
         let scope = &self.scope;
         // `Api<PartialObjectMeta<_>>` makes metadata-only requests: labels are all opcat needs.
@@ -264,7 +314,8 @@ impl Reflectors {
                 watcher::Config::default().fields(&format!("metadata.name={namespace}"))
             }
         };
-        vec![
+        let mut drivers = self.owned.drive(client, scope);
+        drivers.extend([
             drive_watch(
                 "catalogsources",
                 scope.api(client),
@@ -298,7 +349,14 @@ impl Reflectors {
             drive_watch("deployments", scope.api(client), ours, self.deployments),
             drive_watch("secrets", scope.api(client), copies, self.copies),
             drive_watch("namespaces", namespaces, namespace_config, self.namespaces),
-        ]
+            drive_watch(
+                "serviceaccounts",
+                scope.api(client),
+                attached,
+                self.service_accounts,
+            ),
+        ]);
+        drivers
     }
 }
 
@@ -313,12 +371,16 @@ where
 {
     let deleted = shared.deleted;
     let listed = shared.listed;
+    let index = shared.index;
     Box::pin(
         watcher(api, config)
             .default_backoff()
             .modify(Trim::trim)
             .reflect_shared(shared.writer)
             .for_each(move |event| {
+                if let Ok(event) = &event {
+                    index.apply(event);
+                }
                 match event {
                     Ok(watcher::Event::Delete(object)) => {
                         // No subscriber is not an error.
@@ -351,10 +413,46 @@ trait Trim: Resource {
 
 impl Trim for CatalogSource {}
 impl Trim for Subscription {}
-impl Trim for ClusterServiceVersion {}
+impl Trim for ClusterServiceVersion {
+    /// Also drops what only user interfaces read: description, icon, keywords, maintainers,
+    /// links, provider, and the presentation of owned and required APIs. No reconciler reads them
+    /// from the store, and no write sends the stored spec back (status, annotations and
+    /// finalizers are written by patches).
+    fn trim(&mut self) {
+        self.metadata.managed_fields = None;
+        let spec = &mut self.spec;
+        spec.description = None;
+        spec.icon = None;
+        spec.keywords = None;
+        spec.maintainers = None;
+        spec.links = None;
+        spec.provider = None;
+        if let Some(crds) = &mut spec.custom_resource_definitions {
+            for crd in crds
+                .owned
+                .iter_mut()
+                .chain(crds.required.iter_mut())
+                .flatten()
+            {
+                crd.presentation = Default::default();
+            }
+        }
+        if let Some(services) = &mut spec.api_service_definitions {
+            for service in services
+                .owned
+                .iter_mut()
+                .chain(services.required.iter_mut())
+                .flatten()
+            {
+                service.presentation = Default::default();
+            }
+        }
+    }
+}
 impl Trim for InstallPlan {}
 impl Trim for OperatorGroup {}
 impl Trim for Secret {}
+impl Trim for ServiceAccount {}
 impl Trim for PartialObjectMeta<Namespace> {}
 
 impl Trim for Deployment {

@@ -51,6 +51,13 @@ pub const ADDED_PULL_SECRETS_ANNOTATION: &str = "opcat.dev/added-pull-secrets";
 /// Annotation on a ServiceAccount: how often opcat restored entries another writer removed, in
 /// the current window, and which names it stopped restoring (see `service_account`).
 pub const PULL_SECRET_RESTORES_ANNOTATION: &str = "opcat.dev/pull-secret-restores";
+/// Label on a ServiceAccount while it carries [`ADDED_PULL_SECRETS_ANNOTATION`] or
+/// [`PULL_SECRET_RESTORES_ANNOTATION`]: how opcat's ServiceAccount watch selects the accounts it
+/// edits (`default` and bundle-named ones it did not create included) without watching every
+/// ServiceAccount of the cluster. Written in the same patch as the edit.
+pub const PULL_SECRETS_LABEL: &str = "opcat.dev/pull-secrets";
+/// Value of [`PULL_SECRETS_LABEL`].
+pub const PULL_SECRETS_LABEL_VALUE: &str = "attached";
 /// Namespace label to opt out of receiving pull-secret copies.
 pub const NAMESPACE_OPT_OUT_LABEL: &str = "opcat.dev/pull-secret-propagation";
 /// Value of [`NAMESPACE_OPT_OUT_LABEL`] that opts out. `enabled` (or no label) opts in; any other

@@ -36,7 +36,10 @@ use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::names::{ADDED_PULL_SECRETS_ANNOTATION, PULL_SECRET_RESTORES_ANNOTATION};
+use super::names::{
+    ADDED_PULL_SECRETS_ANNOTATION, PULL_SECRET_RESTORES_ANNOTATION, PULL_SECRETS_LABEL,
+    PULL_SECRETS_LABEL_VALUE,
+};
 
 /// How often opcat restores entries another writer removed before it stops fighting.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,6 +93,11 @@ pub struct ServiceAccountEdit {
     pub removed: Vec<String>,
     annotations_present: bool,
     annotations: Vec<AnnotationChange>,
+    labels_present: bool,
+    /// [`PULL_SECRETS_LABEL`] is the only label.
+    only_label: bool,
+    /// [`PULL_SECRETS_LABEL`], when it must be added or removed.
+    label: Option<AnnotationChange>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,6 +121,16 @@ impl ServiceAccountEdit {
         }
         if annotations.is_empty() {
             sa.metadata.annotations = None;
+        }
+        if let Some(change) = &self.label {
+            let labels = sa.metadata.labels.get_or_insert_default();
+            match &change.value {
+                Some(value) => labels.insert(change.key.to_owned(), value.clone()),
+                None => labels.remove(change.key),
+            };
+            if labels.is_empty() {
+                sa.metadata.labels = None;
+            }
         }
     }
 
@@ -160,6 +178,20 @@ impl ServiceAccountEdit {
                 .collect();
             if !added.is_empty() {
                 ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": added}));
+            }
+        }
+        if let Some(change) = &self.label {
+            let path = format!("/metadata/labels/{}", escape_pointer(change.key));
+            match (&change.value, self.labels_present) {
+                (Some(value), true) => ops.push(json!({"op": "add", "path": path, "value": value})),
+                (Some(value), false) => ops.push(
+                    json!({"op": "add", "path": "/metadata/labels", "value": {change.key: value}}),
+                ),
+                // The last label goes with its map, as the server would serve it.
+                (None, _) if self.only_label => {
+                    ops.push(json!({"op": "remove", "path": "/metadata/labels"}))
+                }
+                (None, _) => ops.push(json!({"op": "remove", "path": path})),
             }
         }
         Value::Array(ops)
@@ -295,7 +327,19 @@ fn edit(
     let list_changed = new_list != sa.image_pull_secrets;
     let recorded_changed = recorded_value.as_ref() != raw_recorded;
     let state_changed = new_state != state;
-    if !list_changed && !recorded_changed && !state_changed {
+    let labelled = sa
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get(PULL_SECRETS_LABEL));
+    let want_label = (recorded_value.is_some() || state_value.is_some())
+        .then(|| PULL_SECRETS_LABEL_VALUE.to_owned());
+    let label = (labelled != want_label.as_ref()).then(|| AnnotationChange {
+        key: PULL_SECRETS_LABEL,
+        existed: labelled.is_some(),
+        value: want_label,
+    });
+    if !list_changed && !recorded_changed && !state_changed && label.is_none() {
         return None;
     }
     let annotations = [
@@ -323,6 +367,13 @@ fn edit(
         removed: owned(&removed),
         annotations_present: sa.metadata.annotations.is_some(),
         annotations,
+        labels_present: sa.metadata.labels.is_some(),
+        only_label: sa
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|labels| labels.len() == 1 && labels.contains_key(PULL_SECRETS_LABEL)),
+        label,
     })
 }
 

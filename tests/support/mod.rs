@@ -168,6 +168,15 @@ impl Env {
         metric_value(&self.context().metrics.encode(), series)
     }
 
+    /// Reconciles `controller` (`opcat::metrics::controllers::CSV`, ...) finished in the running
+    /// manager: a sign that resyncs happened, whatever they sent to the API server.
+    pub fn reconciles(&self, controller: &str) -> f64 {
+        self.metric(&format!(
+            "opcat_reconcile_total{{controller=\"{controller}\"}}"
+        ))
+        .unwrap_or(0.0)
+    }
+
     /// Stops the manager and waits for it to finish.
     pub async fn stop_manager(&mut self) {
         self.stop_manager_within(Duration::from_secs(10)).await;

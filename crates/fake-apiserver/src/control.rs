@@ -219,10 +219,55 @@ pub struct CollectionRead {
     pub field_selector: String,
 }
 
+/// One request as the server received it, in the request log
+/// ([`crate::FakeApiServer::request_log`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoggedRequest {
+    /// Verb, group, resource and subresource.
+    pub key: RequestKey,
+    /// The namespace in the path ("" for cluster-scoped and all-namespace requests).
+    pub namespace: String,
+    /// The object's name ("" for collections and discovery).
+    pub name: String,
+    /// The client's tag ([`crate::FakeApiServer::client_as`]), if any.
+    pub agent: Option<String>,
+    /// The `User-Agent` header, if any.
+    pub user_agent: Option<String>,
+}
+
+impl LoggedRequest {
+    /// `verb resource[/subresource] [namespace/]name`, for assertion messages.
+    pub fn describe(&self) -> String {
+        let mut text = format!("{} {}", self.key.verb, self.key.resource);
+        if !self.key.subresource.is_empty() {
+            text.push('/');
+            text.push_str(&self.key.subresource);
+        }
+        match (self.namespace.is_empty(), self.name.is_empty()) {
+            (false, false) => text.push_str(&format!(" {}/{}", self.namespace, self.name)),
+            (false, true) => text.push_str(&format!(" in {}", self.namespace)),
+            (true, false) => text.push_str(&format!(" {}", self.name)),
+            (true, true) => {}
+        }
+        text
+    }
+}
+
+/// What [`Control::admit`] records about a request besides its key.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Origin<'a> {
+    pub(crate) namespace: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) agent: Option<&'a str>,
+    pub(crate) user_agent: Option<&'a str>,
+}
+
 /// Mutable test controls.
 #[derive(Debug, Default)]
 pub(crate) struct Control {
     pub(crate) counts: RequestCounts,
+    /// Every request since the last reset, in arrival order.
+    pub(crate) log: Vec<LoggedRequest>,
     /// Requests of each tagged client since the start (never reset).
     pub(crate) by_agent: BTreeMap<String, RequestCounts>,
     /// Distinct list/watch requests of each tagged client since the start (never reset).
@@ -233,13 +278,21 @@ pub(crate) struct Control {
 
 impl Control {
     /// Records the request; returns the status of a matching fault (consuming one use).
-    pub(crate) fn admit(
-        &mut self,
-        key: &RequestKey,
-        name: &str,
-        agent: Option<&str>,
-    ) -> Option<u16> {
+    pub(crate) fn admit(&mut self, key: &RequestKey, origin: Origin<'_>) -> Option<u16> {
+        let Origin {
+            namespace,
+            name,
+            agent,
+            user_agent,
+        } = origin;
         self.counts.record(key.clone());
+        self.log.push(LoggedRequest {
+            key: key.clone(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            agent: agent.map(str::to_owned),
+            user_agent: user_agent.map(str::to_owned),
+        });
         if let Some(agent) = agent {
             self.by_agent
                 .entry(agent.to_owned())
@@ -270,6 +323,13 @@ mod tests {
         }
     }
 
+    fn named(name: &str) -> Origin<'_> {
+        Origin {
+            name,
+            ..Origin::default()
+        }
+    }
+
     #[test]
     fn faults_match_and_run_out() {
         let mut c = Control::default();
@@ -279,18 +339,24 @@ mod tests {
                 .resource("secrets")
                 .times(2),
         );
-        assert_eq!(c.admit(&key(Verb::Get, "", "secrets"), "a", None), None);
+        assert_eq!(c.admit(&key(Verb::Get, "", "secrets"), named("a")), None);
         assert_eq!(
-            c.admit(&key(Verb::Patch, "", "secrets"), "a", None),
+            c.admit(&key(Verb::Patch, "", "secrets"), named("a")),
             Some(500)
         );
         assert_eq!(
-            c.admit(&key(Verb::Patch, "", "secrets"), "b", None),
+            c.admit(&key(Verb::Patch, "", "secrets"), named("b")),
             Some(500)
         );
-        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), "c", None), None);
+        assert_eq!(c.admit(&key(Verb::Patch, "", "secrets"), named("c")), None);
         assert_eq!(c.counts.get(Verb::Patch, "secrets"), 3);
         assert_eq!(c.counts.writes(), 3);
+        let names: Vec<&str> = c.log.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["a", "a", "b", "c"],
+            "every request is logged, failed or not"
+        );
     }
 
     #[test]

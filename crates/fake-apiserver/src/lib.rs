@@ -54,6 +54,8 @@
 //!   `notin`, exists, `!`; field selectors per resource; `limit`/`continue`), update, patch
 //!   (JSON patch with `test`, merge patch, strategic merge patch for builtin kinds, server-side
 //!   apply), delete (preconditions, propagation policies), deletecollection, watch; `dryRun=All`.
+//! * **Metadata-only answers** (`Accept: application/json;as=PartialObjectMetadata...`): get,
+//!   list and watch return `PartialObjectMetadata` objects.
 //! * **Metadata**: a cluster-wide `resourceVersion` that increases on every write; 409 on a
 //!   stale `resourceVersion`; `uid`, `creationTimestamp`, `generation` (bumped when anything
 //!   but metadata and status changes, for Deployments, CRDs and custom resources);
@@ -142,6 +144,7 @@ mod defaults;
 mod discovery;
 mod http;
 mod ids;
+mod partial;
 mod resources;
 mod route;
 mod schema;
@@ -156,6 +159,6 @@ mod validation;
 mod watch;
 
 pub use crate::cluster::DeploymentMode;
-pub use crate::control::{CollectionRead, Fault, RequestCounts, RequestKey, Verb};
+pub use crate::control::{CollectionRead, Fault, LoggedRequest, RequestCounts, RequestKey, Verb};
 pub use crate::http::HttpHandle;
 pub use crate::server::{Builder, Error, FakeApiServer};

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, DeploymentMode, Target, WriteParams, present};
-use crate::control::{CollectionRead, Control, Fault, RequestCounts};
+use crate::control::{CollectionRead, Control, Fault, LoggedRequest, RequestCounts};
 use crate::controllers::ControllerConfig;
 use crate::resources::ResourceKey;
 use crate::service::FakeService;
@@ -336,9 +336,24 @@ impl FakeApiServer {
         self.shared.control().counts.clone()
     }
 
-    /// Zeroes the request counters.
+    /// Zeroes the request counters and empties the request log.
     pub fn reset_counts(&self) {
-        self.shared.control().counts = RequestCounts::default();
+        let mut control = self.shared.control();
+        control.counts = RequestCounts::default();
+        control.log = Vec::new();
+    }
+
+    /// Every request since the start or the last [`reset_counts`](Self::reset_counts), in
+    /// arrival order, with the namespace and name it addressed and the client it came from
+    /// (requests an injected failure refused included). Watches are logged when they start.
+    pub fn request_log(&self) -> Vec<LoggedRequest> {
+        self.shared.control().log.clone()
+    }
+
+    /// Like [`request_log`](Self::request_log), and empties the log (the counters stay):
+    /// a long run can read the log in pieces without holding all of it twice.
+    pub fn take_request_log(&self) -> Vec<LoggedRequest> {
+        std::mem::take(&mut self.shared.control().log)
     }
 
     /// The current cluster-wide `resourceVersion`.

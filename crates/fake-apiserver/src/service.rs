@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::cluster::update::PatchType;
 use crate::cluster::{DeleteOptions, ListParams, Target, WatchParams, WriteParams};
-use crate::control::{CollectionRead, RequestKey, Verb};
+use crate::control::{CollectionRead, Origin, RequestKey, Verb};
 use crate::discovery;
 use crate::route::{self, Discovery, ResourcePath, Route};
 use crate::server::Shared;
@@ -71,6 +71,11 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
         .get(AGENT_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let user_agent = parts
+        .headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let query = route::query_pairs(parts.uri.query());
     match route::parse(parts.uri.path()) {
         None => error_response(&ApiError::no_route()),
@@ -81,7 +86,12 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
                 resource: String::new(),
                 subresource: String::new(),
             };
-            if let Some(code) = shared.control().admit(&key, "", agent.as_deref()) {
+            let origin = Origin {
+                agent: agent.as_deref(),
+                user_agent: user_agent.as_deref(),
+                ..Origin::default()
+            };
+            if let Some(code) = shared.control().admit(&key, origin) {
                 return error_response(&ApiError::injected(code, "injected failure"));
             }
             let aggregated = parts
@@ -92,11 +102,12 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
             discovery_response(&shared, &d, aggregated)
         }
         Some(Route::Resource(rp)) => {
-            let user_agent = parts
-                .headers
-                .get(header::USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
+            let meta_only = crate::partial::wanted(
+                parts
+                    .headers
+                    .get(header::ACCEPT)
+                    .and_then(|v| v.to_str().ok()),
+            );
             let content_type = parts
                 .headers
                 .get(header::CONTENT_TYPE)
@@ -110,6 +121,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
                 agent,
                 user_agent,
                 content_type,
+                meta_only,
                 body,
             };
             match resource_request(&shared, req) {
@@ -163,6 +175,8 @@ struct ResourceRequest {
     agent: Option<String>,
     user_agent: Option<String>,
     content_type: String,
+    /// Answer with `PartialObjectMetadata` ([`crate::partial`]).
+    meta_only: bool,
     body: Bytes,
 }
 
@@ -183,7 +197,13 @@ fn resource_request(
         resource: rp.plural.clone(),
         subresource: rp.subresource.clone().unwrap_or_default(),
     };
-    if let Some(code) = shared.control().admit(&key, &rp.name, req.agent.as_deref()) {
+    let origin = Origin {
+        namespace: &rp.namespace,
+        name: &rp.name,
+        agent: req.agent.as_deref(),
+        user_agent: req.user_agent.as_deref(),
+    };
+    if let Some(code) = shared.control().admit(&key, origin) {
         return Err(ApiError::injected(code, "injected failure"));
     }
     if let (Some(agent), Some(verb @ (Verb::List | Verb::Watch))) = (req.agent.as_deref(), verb) {
@@ -253,6 +273,20 @@ fn resource_request(
         force: query_flag(&req.query, "force", "true"),
     };
     let reply = match verb {
+        Verb::Get if req.meta_only => {
+            let reply = cluster.get(&t)?;
+            return Ok(json_response(
+                reply.code,
+                &crate::partial::object(&reply.body),
+            ));
+        }
+        Verb::List if req.meta_only => {
+            let reply = cluster.list(&t, &ListParams::from_query(&req.query)?)?;
+            return Ok(json_response(
+                reply.code,
+                &crate::partial::list(&reply.body),
+            ));
+        }
         Verb::Get => cluster.get(&t)?,
         Verb::List => cluster.list(&t, &ListParams::from_query(&req.query)?)?,
         Verb::Watch => {
@@ -271,6 +305,7 @@ fn resource_request(
                 initial_end: (wp.send_initial_events && wp.allow_bookmarks).then_some(rv),
                 rx: started.rx,
                 bookmarks: wp.allow_bookmarks,
+                meta_only: req.meta_only,
                 bookmark_interval: shared.bookmark_interval,
                 deadline: wp
                     .timeout_seconds

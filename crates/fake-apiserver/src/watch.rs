@@ -29,6 +29,8 @@ pub(crate) struct WatchStream {
     pub(crate) initial_end: Option<u64>,
     pub(crate) rx: mpsc::UnboundedReceiver<WatchMsg>,
     pub(crate) bookmarks: bool,
+    /// Events carry `PartialObjectMetadata` ([`crate::partial`]).
+    pub(crate) meta_only: bool,
     pub(crate) bookmark_interval: Duration,
     pub(crate) deadline: Option<Instant>,
     pub(crate) shared: Weak<Shared>,
@@ -40,8 +42,19 @@ fn line(value: &Value) -> Bytes {
     Bytes::from(bytes)
 }
 
-fn event_line(info: &ResourceInfo, version: &str, kind: EventType, obj: &Value) -> Bytes {
-    line(&json!({"type": kind.as_str(), "object": present(info, version, obj)}))
+fn event_line(
+    info: &ResourceInfo,
+    version: &str,
+    kind: EventType,
+    obj: &Value,
+    meta_only: bool,
+) -> Bytes {
+    let object = if meta_only {
+        crate::partial::object(obj)
+    } else {
+        present(info, version, obj)
+    };
+    line(&json!({"type": kind.as_str(), "object": object}))
 }
 
 fn bookmark_line(info: &ResourceInfo, version: &str, rv: u64, initial_end: bool) -> Bytes {
@@ -71,7 +84,13 @@ enum Step {
 impl WatchStream {
     async fn next_bytes(&mut self) -> Step {
         if let Some((kind, obj)) = self.initial.pop_front() {
-            return Step::Send(event_line(&self.info, &self.version, kind, &obj));
+            return Step::Send(event_line(
+                &self.info,
+                &self.version,
+                kind,
+                &obj,
+                self.meta_only,
+            ));
         }
         if let Some(rv) = self.initial_end.take() {
             return Step::Send(bookmark_line(&self.info, &self.version, rv, true));
@@ -83,7 +102,13 @@ impl WatchStream {
                 msg = self.rx.recv() => {
                     return match msg {
                         Some(WatchMsg::Event(kind, obj)) => {
-                            Step::Send(event_line(&self.info, &self.version, kind, &obj))
+                            Step::Send(event_line(
+                                &self.info,
+                                &self.version,
+                                kind,
+                                &obj,
+                                self.meta_only,
+                            ))
                         }
                         Some(WatchMsg::Closed) | None => Step::End,
                     };

@@ -99,7 +99,7 @@ pub(super) async fn install(
             return unmet_status(state, csv, &unmet, now).await;
         }
     };
-    let live = observe::labelled_objects(
+    let live = observe::cached_objects(
         context,
         &name,
         namespace,
@@ -279,9 +279,15 @@ async fn attach(
         &inputs.service_accounts,
     )
     .await?;
-    if created > 0 || !plan.missing_service_accounts.is_empty() {
-        inputs.service_accounts =
-            observe::service_accounts(client, namespace, &inputs.used_service_accounts()).await?;
+    if !created.is_empty() || !plan.missing_service_accounts.is_empty() {
+        inputs.service_accounts = observe::after_create(
+            client,
+            namespace,
+            &inputs.used_service_accounts(),
+            created,
+            &inputs.service_accounts,
+        )
+        .await?;
     }
     let mut written = Vec::new();
     for edit in inputs.plan(namespace, now.0, policy).service_account_edits {
@@ -321,7 +327,7 @@ async fn propagation_inputs(
         .iter()
         .flat_map(|csv| csv.service_accounts.iter().cloned())
         .collect();
-    let service_accounts = observe::service_accounts(&context.client, namespace, &names).await?;
+    let service_accounts = observe::cached_service_accounts(context, namespace, &names).await?;
     propagation::add_labelled_service_accounts(&mut csvs, &service_accounts);
     let scope = match &read.catalog_source {
         Some(catalog_source) => propagation_allowed(

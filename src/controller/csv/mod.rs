@@ -92,7 +92,7 @@ pub fn controller(
     shutdown: Shutdown,
 ) -> BoxFuture<'static, ()> {
     let stores = context.stores.clone();
-    let csvs = stores.csvs.clone();
+    let csvs = stores.namespaced.csvs.clone();
     let replaced = reflectors.csvs.subscribe();
     let catalogs = triggers::Changes::new(
         csvs.clone(),
@@ -125,7 +125,7 @@ pub fn controller(
     let (for_groups, for_copies, for_namespaces) = (csvs.clone(), csvs.clone(), csvs.clone());
     let (for_deleted_groups, for_deleted_copies, for_deleted_catalogs) =
         (csvs.clone(), csvs.clone(), csvs.clone());
-    let controller = Controller::for_shared_stream(reflectors.csvs.subscribe(), csvs)
+    let controller = Controller::for_shared_stream(reflectors.csvs.subscribe(), csvs.store())
         .watches_shared_stream(reflectors.deployments.subscribe(), |deployment| {
             triggers::deployment(&deployment)
         })

@@ -22,7 +22,7 @@ use crate::bundle::ownership::{
     CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     RETAIN_LABEL, RETAIN_VALUE,
 };
-use crate::controller::apply::{self, Outcome, dynamic_api};
+use crate::controller::apply::{self, dynamic_api};
 use crate::controller::context::Context;
 use crate::pull_secrets::names::short_hash;
 
@@ -56,14 +56,18 @@ fn is_opcat(object: &DynamicObject) -> bool {
 }
 
 /// Applies `objects` in order. An object not labelled for this CSV is looked up by name
-/// first: one that exists without opcat's label is not taken over (CRDs excepted: they are
-/// adopted, as OLM does, and never deleted). Returns how many objects were written.
+/// first (in the watch cache of opcat's objects, else by a GET): one that exists without
+/// opcat's label is not taken over (CRDs excepted: they are adopted, as OLM does, and never
+/// deleted). An object the cache shows verified and with the desired metadata is converged
+/// without a request; any other is read whole for the drift check. Returns how many objects
+/// were written.
 pub async fn apply_all(
     context: &Context,
     objects: &[DynamicObject],
     live: &LabelledObjects,
     force: impl Fn(&DynamicObject, &DynamicObject) -> bool,
 ) -> Result<usize, CsvError> {
+    let owned = &context.stores.owned;
     let mut written = 0;
     for object in objects {
         let Some(types) = &object.types else {
@@ -73,7 +77,21 @@ pub async fn apply_all(
             .resources
             .resolve(&types.api_version, &types.kind)
             .await?;
+        let key = ObjectKey::of(object);
         let mut current = live.get(object).cloned();
+        let mut verified = live.partial.get(&key).copied();
+        if current.is_none()
+            && let Some(cached) = owned.get(
+                &types.api_version,
+                &types.kind,
+                object.namespace().as_deref(),
+                &object.name_any(),
+            )
+        {
+            // opcat's, labelled for another CSV (a shared CRD).
+            verified = Some(cached.is_verified());
+            current = Some(super::observe::metadata_only(&cached));
+        }
         if current.is_none() {
             current = get(context, &resource, object).await?;
             if let Some(existing) = &current
@@ -82,7 +100,7 @@ pub async fn apply_all(
             {
                 return Err(CsvError::Foreign {
                     kind: types.kind.clone(),
-                    object: ObjectKey::of(object).to_string(),
+                    object: key.to_string(),
                 });
             }
         }
@@ -94,16 +112,44 @@ pub async fn apply_all(
             }
             _ => with_applied_hash(object),
         };
+        if let (Some(partial), Some(verified)) = (&current, verified) {
+            // Content as verified and metadata as desired: converged, no request. (The render
+            // is in the applied hash, so a verified object holds nothing opcat stopped setting.)
+            if verified && metadata_contains(partial, &desired) {
+                continue;
+            }
+            current = get(context, &resource, object).await?;
+        }
         // A live object that still carries something opcat stopped setting is re-applied even
         // when the desired object is contained in it.
         let current = current.filter(|live| !force(object, live));
-        if apply::apply_dynamic(&context.client, &resource, &desired, current.as_ref()).await?
-            == Outcome::Applied
+        match apply::apply_dynamic_returning(&context.client, &resource, &desired, current.as_ref())
+            .await?
         {
-            written += 1;
+            Some(applied) => {
+                owned.verified(&applied);
+                written += 1;
+            }
+            None => {
+                if let Some(current) = &current {
+                    owned.verified(current);
+                }
+            }
         }
     }
     Ok(written)
+}
+
+/// Whether the metadata of `live` holds the metadata `desired` sets (labels, annotations with
+/// the applied hash, owner references).
+fn metadata_contains(live: &DynamicObject, desired: &DynamicObject) -> bool {
+    match (
+        serde_json::to_value(&live.metadata),
+        serde_json::to_value(&desired.metadata),
+    ) {
+        (Ok(live), Ok(desired)) => crate::controller::drift::contains(&live, &desired),
+        _ => false,
+    }
 }
 
 /// A CRD is one cluster-scoped object shared by every install of its operator. The install

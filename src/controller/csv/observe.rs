@@ -18,6 +18,7 @@ use crate::bundle::ownership::csv_selector;
 use crate::controller::apply::{dynamic_api, is_not_found};
 use crate::controller::context::Context;
 use crate::controller::keys::{self, csv as csv_keys};
+use crate::controller::owned_objects::OwnedObject;
 use crate::controller::resources::ResolvedResource;
 use crate::controller::source_secrets::SourceState;
 use crate::pull_secrets::CatalogRef;
@@ -79,11 +80,9 @@ pub fn catalog_of(csv: &ClusterServiceVersion) -> Option<CatalogRef> {
 pub fn operator_groups(context: &Context, namespace: &str) -> Vec<Arc<OperatorGroup>> {
     context
         .stores
+        .namespaced
         .operator_groups
-        .state()
-        .into_iter()
-        .filter(|group| group.namespace().as_deref() == Some(namespace))
-        .collect()
+        .in_namespace(namespace)
 }
 
 /// The CatalogSource `catalog`, from the store.
@@ -121,12 +120,12 @@ pub fn other_csvs(
 ) -> Vec<Arc<ClusterServiceVersion>> {
     context
         .stores
+        .namespaced
         .csvs
-        .state()
+        .in_namespace(namespace)
         .into_iter()
         .filter(|csv| {
-            csv.namespace().as_deref() == Some(namespace)
-                && csv.name_any() != except
+            csv.name_any() != except
                 && is_managed(csv)
                 && !is_deleting(csv)
         })
@@ -154,10 +153,11 @@ pub fn replacer(
 ) -> Option<Arc<ClusterServiceVersion>> {
     context
         .stores
+        .namespaced
         .csvs
-        .state()
+        .in_namespace(namespace)
         .into_iter()
-        .filter(|csv| csv.namespace().as_deref() == Some(namespace) && !is_deleting(csv))
+        .filter(|csv| !is_deleting(csv))
         .find(|csv| csv.spec.replaces.as_deref() == Some(name))
 }
 
@@ -213,12 +213,11 @@ pub async fn secrets(
 ) -> Result<Vec<Secret>, CsvError> {
     let mut found: BTreeMap<String, Secret> = context
         .stores
+        .namespaced
         .copies
-        .state()
+        .in_namespace(namespace)
         .into_iter()
-        .filter(|secret| {
-            secret.namespace().as_deref() == Some(namespace) && catalog.is_catalog_copy(secret)
-        })
+        .filter(|secret| catalog.is_catalog_copy(secret))
         .map(|secret| (secret.name_any(), (*secret).clone()))
         .collect();
     let api: Api<Secret> = Api::namespaced(context.client.clone(), namespace);
@@ -261,6 +260,58 @@ pub async fn service_accounts(
         }
     }
     Ok(found)
+}
+
+/// The ServiceAccounts `names` of `namespace` that exist: from the label-selected store those
+/// opcat attached pull secrets to, by GET the others (a first attach, or one that lost the
+/// label). A store that lags behind opcat's own edit makes the next edit fail its
+/// `resourceVersion` test; it is then read again and retried (DESIGN invariant 1).
+pub async fn cached_service_accounts(
+    context: &Context,
+    namespace: &str,
+    names: &BTreeSet<String>,
+) -> Result<Vec<ServiceAccount>, CsvError> {
+    let store = &context.stores.service_accounts;
+    let mut found = Vec::new();
+    let mut missing = BTreeSet::new();
+    for name in names {
+        match store.get(&ObjectRef::new(name).within(namespace)) {
+            Some(sa) => found.push((*sa).clone()),
+            None => {
+                missing.insert(name.clone());
+            }
+        }
+    }
+    found.extend(service_accounts(&context.client, namespace, &missing).await?);
+    found.sort_by_key(ResourceExt::name_any);
+    Ok(found)
+}
+
+/// The ServiceAccounts `names` after some were just applied: the applied ones as the server
+/// returned them, the others as read before, GETs only for names still missing (a
+/// ServiceAccount the bundle uses but does not ship, which someone else may have created).
+pub async fn after_create(
+    client: &Client,
+    namespace: &str,
+    names: &BTreeSet<String>,
+    applied: Vec<ServiceAccount>,
+    read: &[ServiceAccount],
+) -> Result<Vec<ServiceAccount>, CsvError> {
+    let mut found: BTreeMap<String, ServiceAccount> = read
+        .iter()
+        .chain(&applied)
+        .filter(|sa| names.contains(&sa.name_any()))
+        .map(|sa| (sa.name_any(), sa.clone()))
+        .collect();
+    let missing: BTreeSet<String> = names
+        .iter()
+        .filter(|name| !found.contains_key(*name))
+        .cloned()
+        .collect();
+    for sa in service_accounts(client, namespace, &missing).await? {
+        found.insert(sa.name_any(), sa);
+    }
+    Ok(found.into_values().collect())
 }
 
 /// Reads one ServiceAccount again (after a conflict).
@@ -321,6 +372,9 @@ impl std::fmt::Display for ObjectKey {
 #[derive(Default)]
 pub struct LabelledObjects {
     pub objects: BTreeMap<ObjectKey, (ResolvedResource, DynamicObject)>,
+    /// The keys of `objects` known by their metadata only (from the watch cache), each with
+    /// whether its content is the one opcat last verified ([`OwnedObject::is_verified`]).
+    pub partial: BTreeMap<ObjectKey, bool>,
 }
 
 impl LabelledObjects {
@@ -329,6 +383,48 @@ impl LabelledObjects {
         self.objects
             .get(&ObjectKey::of(object))
             .map(|(_, object)| object)
+    }
+}
+
+/// The objects of each kind in `kinds` labelled with `csv` of `namespace`: the kinds of the
+/// static resource table from the metadata watch caches (no request; see
+/// [`crate::controller::owned_objects`]), any other kind (a custom resource a bundle ships) by a
+/// label-selected LIST. The uninstall lists instead ([`labelled_objects`]): it must not miss an
+/// object whose watch event is still on its way.
+pub async fn cached_objects(
+    context: &Context,
+    csv: &str,
+    namespace: &str,
+    kinds: &BTreeSet<(String, String)>,
+) -> Result<LabelledObjects, CsvError> {
+    let owned = &context.stores.owned;
+    let (cached, listed): (BTreeSet<_>, BTreeSet<_>) = kinds
+        .iter()
+        .cloned()
+        .partition(|(api_version, kind)| owned.caches(api_version, kind));
+    let mut found = labelled_objects(context, csv, namespace, &listed).await?;
+    for object in owned.of_csv(csv, namespace) {
+        let resource = &object.resource.resource;
+        if !cached.contains(&(resource.api_version.clone(), resource.kind.clone())) {
+            continue;
+        }
+        let partial = metadata_only(&object);
+        let key = ObjectKey::of(&partial);
+        found.partial.insert(key.clone(), object.is_verified());
+        found.objects.insert(key, (object.resource, partial));
+    }
+    Ok(found)
+}
+
+/// A cached object as a [`DynamicObject`] without content.
+pub fn metadata_only(object: &OwnedObject) -> DynamicObject {
+    DynamicObject {
+        types: Some(kube::api::TypeMeta {
+            api_version: object.resource.resource.api_version.clone(),
+            kind: object.resource.resource.kind.clone(),
+        }),
+        metadata: (*object.meta).clone(),
+        data: serde_json::Value::Object(serde_json::Map::new()),
     }
 }
 

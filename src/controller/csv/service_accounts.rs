@@ -17,7 +17,7 @@ use super::error::CsvError;
 use super::observe;
 use super::propagation::may_apply;
 use crate::api::FIELD_MANAGER;
-use crate::controller::apply::{self, ApplyError, Outcome};
+use crate::controller::apply::{self, ApplyError};
 use crate::controller::resources::{self, ResolvedResource};
 use crate::pull_secrets::ServiceAccountEdit;
 
@@ -29,16 +29,17 @@ fn service_account_resource() -> Option<ResolvedResource> {
 }
 
 /// Applies the rendered ServiceAccounts opcat creates, skipping any that exists without
-/// opcat's labels. `read` holds the ServiceAccounts as read. Returns how many were written.
+/// opcat's labels. `read` holds the ServiceAccounts as read. Returns those written, as the
+/// server returned them (so they need not be read again).
 pub async fn apply_created(
     client: &Client,
     rendered: &[DynamicObject],
     read: &[ServiceAccount],
-) -> Result<usize, CsvError> {
+) -> Result<Vec<ServiceAccount>, CsvError> {
     let Some(resource) = service_account_resource() else {
-        return Ok(0);
+        return Ok(Vec::new());
     };
-    let mut written = 0;
+    let mut written = Vec::new();
     for desired in rendered {
         let name = desired.name_any();
         let existing = read.iter().find(|sa| sa.name_any() == name);
@@ -56,10 +57,13 @@ pub async fn apply_created(
                 .and_then(|value| serde_json::from_value(value).ok())
         });
         let desired = super::objects::with_applied_hash(desired);
-        if apply::apply_dynamic(client, &resource, &desired, live.as_ref()).await?
-            == Outcome::Applied
+        if let Some(applied) =
+            apply::apply_dynamic_returning(client, &resource, &desired, live.as_ref()).await?
         {
-            written += 1;
+            // The server's answer is a ServiceAccount; one that does not decode is read again.
+            if let Ok(sa) = serde_json::to_value(applied).and_then(serde_json::from_value) {
+                written.push(sa);
+            }
         }
     }
     Ok(written)

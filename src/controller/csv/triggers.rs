@@ -15,6 +15,7 @@ use crate::api::{CatalogSource, ClusterServiceVersion, OperatorGroup, Subscripti
 use crate::bundle::ownership::{CSV_ANNOTATION, CSV_NAMESPACE_LABEL};
 use crate::controller::keys::csv as csv_keys;
 use crate::controller::source_secrets::SecretKey;
+use crate::controller::stores::Indexed;
 use crate::pull_secrets::names::PROPAGATE_TO_ANNOTATION;
 use crate::pull_secrets::owners::is_csv_owner;
 
@@ -25,12 +26,8 @@ fn refs<'a>(csvs: impl Iterator<Item = &'a Arc<ClusterServiceVersion>>) -> Refs 
 }
 
 /// CSVs in `namespace`.
-pub fn in_namespace(csvs: &Store<ClusterServiceVersion>, namespace: &str) -> Refs {
-    refs(
-        csvs.state()
-            .iter()
-            .filter(|csv| csv.namespace().as_deref() == Some(namespace)),
-    )
+pub fn in_namespace(csvs: &Indexed<ClusterServiceVersion>, namespace: &str) -> Refs {
+    refs(csvs.in_namespace(namespace).iter())
 }
 
 /// The CSV a Deployment belongs to: its CSV ownerReference, else its ownership labels.
@@ -67,7 +64,7 @@ pub fn replaced(csv: &ClusterServiceVersion) -> Refs {
 }
 
 /// CSVs in the OperatorGroup's namespace.
-pub fn operator_group(csvs: &Store<ClusterServiceVersion>, group: &OperatorGroup) -> Refs {
+pub fn operator_group(csvs: &Indexed<ClusterServiceVersion>, group: &OperatorGroup) -> Refs {
     group
         .namespace()
         .map(|namespace| in_namespace(csvs, &namespace))
@@ -75,18 +72,19 @@ pub fn operator_group(csvs: &Store<ClusterServiceVersion>, group: &OperatorGroup
 }
 
 /// CSVs installed for the Subscription.
-pub fn subscription(csvs: &Store<ClusterServiceVersion>, subscription: &Subscription) -> Refs {
+pub fn subscription(csvs: &Indexed<ClusterServiceVersion>, subscription: &Subscription) -> Refs {
     let (Some(namespace), name) = (subscription.namespace(), subscription.name_any()) else {
         return Vec::new();
     };
-    refs(csvs.state().iter().filter(|csv| {
-        csv.namespace().as_deref() == Some(namespace.as_str())
-            && csv.annotations().get(csv_keys::SUBSCRIPTION) == Some(&name)
-    }))
+    refs(
+        csvs.in_namespace(&namespace)
+            .iter()
+            .filter(|csv| csv.annotations().get(csv_keys::SUBSCRIPTION) == Some(&name)),
+    )
 }
 
 /// CSVs installed from the CatalogSource `namespace/name`.
-pub fn from_catalog(csvs: &Store<ClusterServiceVersion>, namespace: &str, name: &str) -> Refs {
+pub fn from_catalog(csvs: &Indexed<ClusterServiceVersion>, namespace: &str, name: &str) -> Refs {
     refs(csvs.state().iter().filter(|csv| {
         catalog_of(csv)
             .is_some_and(|catalog| catalog.namespace == namespace && catalog.name == name)
@@ -111,17 +109,17 @@ pub fn subscription_fingerprint(subscription: &Subscription) -> String {
 /// (or the object is seen for the first time): a status update of a CatalogSource or
 /// Subscription is not a reason to look at every CSV installed from it again.
 pub struct Changes<K> {
-    csvs: Store<ClusterServiceVersion>,
+    csvs: Indexed<ClusterServiceVersion>,
     fingerprint: fn(&K) -> String,
-    targets: fn(&Store<ClusterServiceVersion>, &K) -> Refs,
+    targets: fn(&Indexed<ClusterServiceVersion>, &K) -> Refs,
     seen: Mutex<HashMap<(String, String), String>>,
 }
 
 impl<K: kube::Resource> Changes<K> {
     pub fn new(
-        csvs: Store<ClusterServiceVersion>,
+        csvs: Indexed<ClusterServiceVersion>,
         fingerprint: fn(&K) -> String,
-        targets: fn(&Store<ClusterServiceVersion>, &K) -> Refs,
+        targets: fn(&Indexed<ClusterServiceVersion>, &K) -> Refs,
     ) -> Self {
         Self {
             csvs,
@@ -148,7 +146,7 @@ impl<K: kube::Resource> Changes<K> {
 }
 
 /// CSVs installed from `catalog`.
-pub fn catalog(csvs: &Store<ClusterServiceVersion>, catalog: &CatalogSource) -> Refs {
+pub fn catalog(csvs: &Indexed<ClusterServiceVersion>, catalog: &CatalogSource) -> Refs {
     from_catalog(
         csvs,
         &catalog.namespace().unwrap_or_default(),
@@ -159,7 +157,7 @@ pub fn catalog(csvs: &Store<ClusterServiceVersion>, catalog: &CatalogSource) -> 
 /// CSVs from the catalogs that list the source Secret `key` in `spec.secrets` (rotation
 /// fan-out: every namespace that holds a copy).
 pub fn source_secret(
-    csvs: &Store<ClusterServiceVersion>,
+    csvs: &Indexed<ClusterServiceVersion>,
     catalogs: &Store<CatalogSource>,
     key: &SecretKey,
 ) -> Refs {
@@ -176,7 +174,7 @@ pub fn source_secret(
 }
 
 /// CSVs in the namespace of a copy (a deleted or edited copy is restored).
-pub fn copy(csvs: &Store<ClusterServiceVersion>, copy: &Secret) -> Refs {
+pub fn copy(csvs: &Indexed<ClusterServiceVersion>, copy: &Secret) -> Refs {
     copy.namespace()
         .map(|namespace| in_namespace(csvs, &namespace))
         .unwrap_or_default()
@@ -184,7 +182,7 @@ pub fn copy(csvs: &Store<ClusterServiceVersion>, copy: &Secret) -> Refs {
 
 /// CSVs in the namespace (its opt-out label may have changed).
 pub fn namespace(
-    csvs: &Store<ClusterServiceVersion>,
+    csvs: &Indexed<ClusterServiceVersion>,
     namespace: &PartialObjectMeta<Namespace>,
 ) -> Refs {
     in_namespace(csvs, &namespace.name_any())
@@ -237,11 +235,11 @@ mod tests {
 
     #[test]
     fn a_source_secret_change_reaches_every_csv_of_every_catalog_that_lists_it() {
-        let csvs = store(vec![
+        let csvs = Indexed::snapshot(store(vec![
             csv("team-a", "op.v1", "olm/private"),
             csv("team-b", "op.v1", "olm/private"),
             csv("team-c", "op.v1", "olm/other"),
-        ]);
+        ]));
         let catalogs = store(vec![catalog(&["creds"])]);
         let key = ("olm".to_owned(), "creds".to_owned());
         assert_eq!(
@@ -254,7 +252,7 @@ mod tests {
 
     #[test]
     fn catalog_events_trigger_only_when_secrets_or_the_selector_change() {
-        let csvs = store(vec![csv("team-a", "op.v1", "olm/private")]);
+        let csvs = Indexed::snapshot(store(vec![csv("team-a", "op.v1", "olm/private")]));
         let changes = Changes::new(csvs, catalog_fingerprint, super::catalog);
         let mut catalog = catalog(&["creds"]);
         assert_eq!(changes.map(&catalog).len(), 1, "first sight");

@@ -91,7 +91,7 @@ pub fn controller(
     shutdown: Shutdown,
 ) -> BoxFuture<'static, ()> {
     let operator_groups = operator_group::controller(context.clone(), reflectors, shutdown.clone());
-    let subscriptions = context.stores.subscriptions.clone();
+    let subscriptions = context.stores.namespaced.subscriptions.clone();
     let catalog_triggers = Arc::new(triggers::CatalogTriggers::new(
         subscriptions.clone(),
         context.settings.global_catalog_namespace.clone(),
@@ -107,7 +107,7 @@ pub fn controller(
         move |csv: Arc<ClusterServiceVersion>| triggers::for_csv(&subscriptions, &csv)
     };
     let controller =
-        Controller::for_shared_stream(reflectors.subscriptions.subscribe(), subscriptions)
+        Controller::for_shared_stream(reflectors.subscriptions.subscribe(), subscriptions.store())
             .watches_shared_stream(reflectors.catalog_sources.subscribe(), for_catalog)
             .watches_shared_stream(
                 reflectors.catalog_sources.subscribe_deleted(),

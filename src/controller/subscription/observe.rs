@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
 
 use super::created::CreatedPlans;
 use super::decide::SeenCatalog;
@@ -56,18 +57,16 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
     let spec = &subscription.spec;
     let global = context.settings.global_catalog_namespace.as_str();
 
-    let mut sources: Vec<Arc<CatalogSource>> = stores
-        .catalog_sources
-        .state()
-        .into_iter()
-        .filter(|catalog| {
-            let catalog_namespace = catalog.namespace().unwrap_or_default();
-            catalog_namespace == namespace
-                || catalog_namespace == global
-                || (catalog_namespace == spec.catalog_source_namespace
-                    && catalog.name_any() == spec.catalog_source)
-        })
-        .collect();
+    let mut sources: Vec<Arc<CatalogSource>> =
+        stores.namespaced.catalog_sources.in_namespace(&namespace);
+    if global != namespace {
+        sources.extend(stores.namespaced.catalog_sources.in_namespace(global));
+    }
+    let named = ObjectRef::<CatalogSource>::new(&spec.catalog_source)
+        .within(&spec.catalog_source_namespace);
+    if spec.catalog_source_namespace != namespace && spec.catalog_source_namespace != global {
+        sources.extend(stores.catalog_sources.get(&named));
+    }
     sources.sort_by_key(|catalog| (catalog.namespace(), catalog.name_any()));
     let catalogs = sources
         .into_iter()
@@ -79,12 +78,8 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
         })
         .collect();
 
-    let in_namespace: Vec<Arc<InstallPlan>> = stores
-        .install_plans
-        .state()
-        .into_iter()
-        .filter(|plan| plan.namespace().as_deref() == Some(namespace.as_str()))
-        .collect();
+    let in_namespace: Vec<Arc<InstallPlan>> =
+        stores.namespaced.install_plans.in_namespace(&namespace);
     let listed: Vec<String> = in_namespace.iter().filter_map(|plan| plan.uid()).collect();
     let unseen = created.unseen(&namespace, &listed);
     let mut namespace_plans: Vec<InstallPlan> = in_namespace
@@ -110,17 +105,12 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
         .cloned()
         .collect();
 
-    let subscriptions = stores
-        .subscriptions
-        .state()
-        .into_iter()
-        .filter(|sub| sub.namespace().as_deref() == Some(namespace.as_str()))
-        .collect();
+    let subscriptions = stores.namespaced.subscriptions.in_namespace(&namespace);
     let csvs = stores
+        .namespaced
         .csvs
-        .state()
+        .in_namespace(&namespace)
         .into_iter()
-        .filter(|csv| csv.namespace().as_deref() == Some(namespace.as_str()))
         .map(|csv| (csv.name_any(), csv))
         .collect();
 

@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use super::catalog_health::is_healthy;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
 use crate::controller::keys;
+use crate::controller::stores::Indexed;
 
 type Refs = Vec<ObjectRef<Subscription>>;
 
@@ -18,13 +19,13 @@ type Refs = Vec<ObjectRef<Subscription>>;
 /// and those in its namespace; for a catalog of the global catalog namespace, every
 /// Subscription, but only when [`GlobalCatalogs`] says something resolution reads changed.
 pub struct CatalogTriggers {
-    subscriptions: Store<Subscription>,
+    subscriptions: Indexed<Subscription>,
     global: String,
     seen: GlobalCatalogs,
 }
 
 impl CatalogTriggers {
-    pub fn new(subscriptions: Store<Subscription>, global: String) -> Self {
+    pub fn new(subscriptions: Indexed<Subscription>, global: String) -> Self {
         Self {
             subscriptions,
             global,
@@ -108,16 +109,18 @@ pub fn for_install_plan(plan: &InstallPlan) -> Refs {
 
 /// A CSV changed: the Subscription named in its annotation, and any Subscription in its
 /// namespace whose status names it.
-pub fn for_csv(subscriptions: &Store<Subscription>, csv: &ClusterServiceVersion) -> Refs {
+pub fn for_csv(
+    subscriptions: &Indexed<Subscription>,
+    csv: &ClusterServiceVersion,
+) -> Vec<ObjectRef<Subscription>> {
     let Some(namespace) = csv.namespace() else {
         return Vec::new();
     };
     let name = csv.name_any();
     let annotated = csv.annotations().get(keys::csv::SUBSCRIPTION);
     let mut refs: Vec<ObjectRef<Subscription>> = subscriptions
-        .state()
+        .in_namespace(&namespace)
         .iter()
-        .filter(|sub| sub.namespace().as_deref() == Some(namespace.as_str()))
         .filter(|sub| {
             let status = sub.status.as_ref();
             Some(&sub.name_any()) == annotated

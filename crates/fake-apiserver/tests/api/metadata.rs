@@ -142,3 +142,56 @@ async fn generation_moves_on_spec_changes_only() {
         .unwrap();
     assert_eq!(spec.metadata.generation, Some(2));
 }
+
+/// A metadata-only client (`Accept: ...;as=PartialObjectMetadata...`, kube's
+/// `Api<PartialObjectMeta<K>>`) gets `meta.k8s.io/v1` objects with metadata only from get, list
+/// and watch, as the real server's `transformObject` answers (apiserver
+/// `pkg/endpoints/handlers/response.go`).
+#[tokio::test]
+async fn metadata_only_reads_carry_no_content() {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::{ListParams, PartialObjectMeta, WatchEvent, WatchParams};
+
+    let (server, client) = server();
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    api.create(&PostParams::default(), &config_map("m", &[("app", "x")]))
+        .await
+        .unwrap();
+    let raw = server
+        .raw("", "v1", "configmaps", "default", "m")
+        .expect("stored");
+    assert!(raw.get("data").is_some());
+
+    let meta: Api<PartialObjectMeta<ConfigMap>> = Api::default_namespaced(client);
+    let one = meta.get_metadata("m").await.unwrap();
+    assert_eq!(one.metadata.labels, crate::common::labels(&[("app", "x")]));
+    let types = one.types.expect("typed");
+    assert_eq!(
+        (types.api_version.as_str(), types.kind.as_str()),
+        ("meta.k8s.io/v1", "PartialObjectMetadata")
+    );
+    let list = meta.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    let version = list.metadata.resource_version.clone().unwrap();
+
+    let mut events = meta
+        .watch_metadata(&WatchParams::default(), &version)
+        .await
+        .unwrap()
+        .boxed();
+    api.patch(
+        "m",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
+    let Some(WatchEvent::Modified(changed)) = events.try_next().await.unwrap() else {
+        panic!("a MODIFIED event")
+    };
+    assert_eq!(changed.metadata.name.as_deref(), Some("m"));
+    assert_eq!(
+        changed.types.map(|t| t.kind).as_deref(),
+        Some("PartialObjectMetadata")
+    );
+}

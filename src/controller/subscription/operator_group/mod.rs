@@ -18,7 +18,7 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use super::super::apply::{self, ApplyError};
@@ -26,7 +26,7 @@ use super::super::clock::status_time;
 use super::super::context::Context;
 use super::super::manager::Shutdown;
 use super::super::own_writes::OwnWrites;
-use super::super::stores::Reflectors;
+use super::super::stores::{Indexed, Reflectors};
 use super::super::wiring::{self, backoff_key_of};
 use crate::api::OperatorGroup;
 use crate::failure::ReconcileFailure;
@@ -75,7 +75,7 @@ pub fn controller(
     reflectors: &Reflectors,
     shutdown: Shutdown,
 ) -> BoxFuture<'static, ()> {
-    let groups = context.stores.operator_groups.clone();
+    let groups = context.stores.namespaced.operator_groups.clone();
     let for_namespace = {
         let groups = groups.clone();
         move |_: Arc<PartialObjectMeta<Namespace>>| groups_with_selector(&groups)
@@ -84,9 +84,10 @@ pub fn controller(
         let groups = groups.clone();
         move |group: Arc<OperatorGroup>| groups_in_namespace(&groups, &group)
     };
-    let controller = Controller::for_shared_stream(reflectors.operator_groups.subscribe(), groups)
-        .watches_shared_stream(reflectors.operator_groups.subscribe(), siblings)
-        .watches_shared_stream(reflectors.namespaces.subscribe(), for_namespace);
+    let controller =
+        Controller::for_shared_stream(reflectors.operator_groups.subscribe(), groups.store())
+            .watches_shared_stream(reflectors.operator_groups.subscribe(), siblings)
+            .watches_shared_stream(reflectors.namespaces.subscribe(), for_namespace);
     let state = Arc::new(GroupContext {
         context: context.clone(),
         own_writes: OwnWrites::default(),
@@ -96,24 +97,31 @@ pub fn controller(
         .boxed()
 }
 
-fn groups_with_selector(groups: &Store<OperatorGroup>) -> Vec<ObjectRef<OperatorGroup>> {
+fn groups_with_selector(groups: &Indexed<OperatorGroup>) -> Vec<ObjectRef<OperatorGroup>> {
+    let by_selector = |group: &OperatorGroup| {
+        group.spec.target_namespaces().is_empty() && group.spec.selector.is_some()
+    };
+    // Every Namespace event comes here: most clusters have no selector group, and finding that
+    // out copies nothing.
+    if groups.find(by_selector).is_none() {
+        return Vec::new();
+    }
     groups
         .state()
         .iter()
-        .filter(|group| group.spec.target_namespaces().is_empty() && group.spec.selector.is_some())
+        .filter(|group| by_selector(group))
         .map(|group| ObjectRef::from_obj(group.as_ref()))
         .collect()
 }
 
 fn groups_in_namespace(
-    groups: &Store<OperatorGroup>,
+    groups: &Indexed<OperatorGroup>,
     group: &OperatorGroup,
 ) -> Vec<ObjectRef<OperatorGroup>> {
-    let namespace = group.namespace();
     groups
-        .state()
+        .in_namespace(&group.namespace().unwrap_or_default())
         .iter()
-        .filter(|other| other.namespace() == namespace && other.uid() != group.uid())
+        .filter(|other| other.uid() != group.uid())
         .map(|other| ObjectRef::from_obj(other.as_ref()))
         .collect()
 }
@@ -141,7 +149,16 @@ async fn reconcile(
         // The watch is gone: the manager is shutting down.
         return Ok(Action::await_change());
     }
-    let namespaces = context.stores.namespaces.state();
+    // Named targets are looked up by name; only a selector needs every namespace.
+    let named = group.spec.target_namespaces();
+    let namespaces = if named.is_empty() {
+        context.stores.namespaces.state()
+    } else {
+        named
+            .iter()
+            .filter_map(|name| context.stores.namespaces.get(&ObjectRef::new(name)))
+            .collect()
+    };
     let existing = namespaces
         .iter()
         .filter(|ns| ns.metadata.deletion_timestamp.is_none())
@@ -159,13 +176,11 @@ async fn reconcile(
     };
     let siblings = context
         .stores
+        .namespaced
         .operator_groups
-        .state()
+        .in_namespace(&namespace)
         .iter()
-        .filter(|other| {
-            other.namespace().as_deref() == Some(namespace.as_str())
-                && other.meta().deletion_timestamp.is_none()
-        })
+        .filter(|other| other.meta().deletion_timestamp.is_none())
         .count()
         .max(1);
     let now = status_time(context.clock.now());

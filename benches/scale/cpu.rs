@@ -1,0 +1,66 @@
+//! CPU time of the two sides, from `/proc`: the controller process (`/proc/<pid>/stat`) and the
+//! in-memory API server, which runs on its own Tokio runtime inside this process, on threads
+//! named [`FAKE_THREAD`] (`/proc/self/task/<tid>/stat`). Everything the API server does — routing,
+//! storage, its emulated controllers, watch fan-out, serialising responses — runs on those
+//! threads; the benchmark's own polling runs on the other runtime and is not counted.
+
+use std::time::Duration;
+
+/// Name of the API server's runtime threads (at most 15 bytes: the kernel's `comm`).
+pub const FAKE_THREAD: &str = "fake-apiserver";
+
+/// Clock ticks per second of `utime`/`stime` (`getconf CLK_TCK`; 100 on Linux everywhere).
+const TICKS_PER_SECOND: u64 = 100;
+
+/// CPU time (user + system) of the two sides at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cpu {
+    pub controller: Duration,
+    pub api_server: Duration,
+}
+
+impl Cpu {
+    /// Now, for the controller process `pid`.
+    pub fn now(pid: u32) -> Self {
+        Self {
+            controller: ticks(&format!("/proc/{pid}/stat")).unwrap_or_default(),
+            api_server: api_server_threads(),
+        }
+    }
+
+    /// What was spent from `earlier` to `self`.
+    pub fn since(&self, earlier: &Cpu) -> Cpu {
+        Cpu {
+            controller: self.controller.saturating_sub(earlier.controller),
+            api_server: self.api_server.saturating_sub(earlier.api_server),
+        }
+    }
+}
+
+fn api_server_threads() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.trim_end() == FAKE_THREAD)
+        })
+        .filter_map(|task| ticks(&task.path().join("stat").to_string_lossy()))
+        .sum()
+}
+
+/// `utime + stime` of a `stat` file. The command name (field 2) may hold spaces: fields are
+/// counted after its closing parenthesis.
+fn ticks(path: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3, utime field 14, stime field 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Duration::from_millis(
+        (utime + stime) * 1000 / TICKS_PER_SECOND,
+    ))
+}
