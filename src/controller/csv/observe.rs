@@ -124,11 +124,7 @@ pub fn other_csvs(
         .csvs
         .in_namespace(namespace)
         .into_iter()
-        .filter(|csv| {
-            csv.name_any() != except
-                && is_managed(csv)
-                && !is_deleting(csv)
-        })
+        .filter(|csv| csv.name_any() != except && is_managed(csv) && !is_deleting(csv))
         .collect()
 }
 
