@@ -16,12 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-data="${OPCAT_SHARED_DATA:-../shared/data}"
-certified="$data/fbc/large/certified-operators/catalogs/v4.16"
-community="$data/fbc/large/community-operators-prod/catalogs/v4.21"
-for dir in "$certified" "$community"; do
-  [ -d "$dir" ] || { echo "catalog not found: $dir (set OPCAT_SHARED_DATA)" >&2; exit 1; }
-done
+source scripts/shared-catalogs.sh
 runs="${RUNS:-3}"
 
 cargo build --release --locked --bin opcat
