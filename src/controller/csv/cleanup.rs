@@ -246,7 +246,7 @@ async fn run(
         let subscription = observe::subscription(context, csv);
         let audience = Audience {
             subscription: subscription.as_deref(),
-            catalog_source: catalog_source.as_deref(),
+            csv,
         };
         let events: Vec<_> = done
             .events()

@@ -251,10 +251,7 @@ impl Report<'_> {
         if !changed {
             events.retain(|event| event.reason != EVENT_PULL_SECRET_CONFLICT);
         }
-        let audience = Audience {
-            subscription,
-            catalog_source: read.catalog_source.as_deref(),
-        };
+        let audience = Audience { subscription, csv };
         publish(context, namespace, &events, &audience).await;
         Ok(())
     }

@@ -1,6 +1,7 @@
-//! Events about pull-secret propagation, after the writes they describe succeeded: on the copy
-//! or ServiceAccount itself, on the Subscription of the CSV, and (copy, rotate, delete) on the
-//! CatalogSource. Notes hold names and reasons only, never secret data. Touches the client.
+//! Events about pull-secret propagation, after the writes they describe succeeded: routine steps
+//! once per reconcile on the Subscription of the CSV; what needs an admin's attention also on
+//! the copy or ServiceAccount itself. Notes hold names and reasons only, never secret data.
+//! Touches the client.
 //!
 //! Metrics seam: [`observe_plan`] is where the counters of a later issue go (copies, rotations,
 //! propagation lag; names in `pull_secrets::vocabulary`); today it logs the same facts as
@@ -10,16 +11,16 @@ use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::Resource;
 use kube::runtime::events::EventType;
 
-use crate::api::{CatalogSource, ClusterServiceVersion, Subscription};
+use crate::api::{ClusterServiceVersion, Subscription};
 use crate::controller::context::Context;
 use crate::pull_secrets::vocabulary::{
-    EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_DELETED, EVENT_PULL_SECRET_ROTATED,
+    EVENT_PULL_SECRET_ATTACHED, EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_ROTATED,
 };
 use crate::pull_secrets::{CopyAction, EventObject, NamespacePlan, PlanEvent};
 use crate::timing::elapsed;
 
 /// A reference to a namespaced core object.
-pub(super) fn core_reference(kind: &str, namespace: &str, name: &str) -> ObjectReference {
+fn core_reference(kind: &str, namespace: &str, name: &str) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".to_owned()),
         kind: Some(kind.to_owned()),
@@ -34,18 +35,31 @@ pub fn reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
     object.object_ref(&())
 }
 
-/// Where propagation events are also shown.
+/// Where propagation events are shown besides the objects they are about.
 pub struct Audience<'a> {
+    /// The Subscription of the CSV; the CSV itself stands in when there is none.
     pub subscription: Option<&'a Subscription>,
-    pub catalog_source: Option<&'a CatalogSource>,
+    pub csv: &'a ClusterServiceVersion,
 }
 
-/// Publishes the events of `events` (from a plan whose writes succeeded): each on the copy or
-/// ServiceAccount it is about, and once per reason on the Subscription and (copy, rotate,
-/// delete) on the CatalogSource, with the notes of that reason joined. One event per audience
-/// and reason instead of one per object: a first install wrote 14 Events per Subscription, the
-/// largest share of its requests (scripts/bench-scale.sh), and a CatalogSource used by 10,000
-/// namespaces collected two Events per namespace.
+/// Routine steps of a propagation: expected on every install and rotation, and already stated
+/// by the `PullCredentialsReady`/`PullSecret*` conditions. They are told once per reconcile on
+/// the Subscription, never per copy or ServiceAccount, nor on the CatalogSource (a catalog used
+/// by 10,000 namespaces would collect an Event per namespace; a rotation's summary on the
+/// CatalogSource comes from the fast path, `fast_path.rs`). Ordered by precedence: the reason
+/// of the summary is the first one present.
+const ROUTINE: [&str; 3] = [
+    EVENT_PULL_SECRET_COPIED,
+    EVENT_PULL_SECRET_ROTATED,
+    EVENT_PULL_SECRET_ATTACHED,
+];
+
+/// Publishes the events of `events` (from a plan whose writes succeeded). Routine steps
+/// ([`ROUTINE`]) make one event on the Subscription, whose note lists them all; anything an
+/// admin may have to act on or would not expect (a restore, a conflict, a detach or delete)
+/// is also an event on the copy or ServiceAccount concerned, and once per reason on the
+/// Subscription. A first install used to publish ten Events per Subscription, the largest share
+/// of its API requests (scripts/bench-scale.sh); it is now one for the propagation.
 pub async fn publish(
     context: &Context,
     namespace: &str,
@@ -53,8 +67,32 @@ pub async fn publish(
     audience: &Audience<'_>,
 ) {
     let action = "PropagatePullSecrets";
+    let on = match audience.subscription {
+        Some(subscription) => reference(subscription),
+        None => reference(audience.csv),
+    };
+    let routine: Vec<&PlanEvent> = events
+        .iter()
+        .filter(|event| !event.warning && ROUTINE.contains(&event.reason))
+        .collect();
+    if let Some(reason) = ROUTINE
+        .iter()
+        .find(|reason| routine.iter().any(|event| event.reason == **reason))
+    {
+        let note = routine
+            .iter()
+            .map(|event| event.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
+        context
+            .event(&on, EventType::Normal, reason, action, Some(note))
+            .await;
+    }
     let mut by_reason: Vec<(&'static str, bool, Vec<&str>)> = Vec::new();
-    for event in events {
+    for event in events
+        .iter()
+        .filter(|event| event.warning || !ROUTINE.contains(&event.reason))
+    {
         let kind = match event.kind {
             EventObject::Secret => "Secret",
             EventObject::ServiceAccount => "ServiceAccount",
@@ -78,35 +116,15 @@ pub async fn publish(
         }
     }
     for (reason, warning, notes) in by_reason {
-        let note = notes.join("; ");
-        if let Some(subscription) = audience.subscription {
-            context
-                .event(
-                    &reference(subscription),
-                    event_type(warning),
-                    reason,
-                    action,
-                    Some(note.clone()),
-                )
-                .await;
-        }
-        let catalog_wide = [
-            EVENT_PULL_SECRET_COPIED,
-            EVENT_PULL_SECRET_ROTATED,
-            EVENT_PULL_SECRET_DELETED,
-        ]
-        .contains(&reason);
-        if catalog_wide && let Some(catalog) = audience.catalog_source {
-            context
-                .event(
-                    &reference(catalog),
-                    event_type(warning),
-                    reason,
-                    action,
-                    Some(note),
-                )
-                .await;
-        }
+        context
+            .event(
+                &on,
+                event_type(warning),
+                reason,
+                action,
+                Some(notes.join("; ")),
+            )
+            .await;
     }
 }
 
