@@ -109,7 +109,13 @@ pub(super) async fn install(
 
     // (1) Copies.
     if !frozen {
-        copies::write_all(context, &state.echoes, namespace, &plan.copy_writes).await?;
+        copies::write_all(
+            context,
+            (&state.echoes, &state.clashes),
+            namespace,
+            &plan.copy_writes,
+        )
+        .await?;
     }
     // (2) ServiceAccounts, then their imagePullSecrets.
     let written_edits = if frozen {
@@ -319,7 +325,8 @@ async fn propagation_inputs(
     }
     let secret_names = propagation::secret_names(read.catalog_source.as_deref());
     let wanted = propagation::wanted_copy_names(&read.catalog, &secret_names);
-    let secrets = observe::secrets(context, namespace, &read.catalog, &wanted).await?;
+    let secrets =
+        observe::secrets(context, &state.clashes, namespace, &read.catalog, &wanted).await?;
     let names: BTreeSet<String> = csvs
         .iter()
         .flat_map(|csv| csv.service_accounts.iter().cloned())

@@ -19,6 +19,7 @@
 
 mod bundle;
 mod certificates;
+mod clashes;
 mod cleanup;
 mod converge;
 mod copies;
@@ -71,6 +72,8 @@ pub struct Csvs {
     restore_policy: RestorePolicy,
     /// Copies this process updated in place, until their watch events arrive.
     echoes: Arc<Echoes>,
+    /// Copy names a create found held by a foreign Secret.
+    clashes: clashes::NameClashes,
 }
 
 impl Csvs {
@@ -81,6 +84,7 @@ impl Csvs {
             bundles: bundle::BundleCache::default(),
             preflight: preflight::PreflightCache::default(),
             restore_policy: RestorePolicy::default(),
+            clashes: clashes::NameClashes::default(),
         }
     }
 }
