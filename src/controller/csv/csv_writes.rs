@@ -9,7 +9,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use super::status::{PhaseUpdate, set_phase};
-use crate::api::{ClusterServiceVersion, FIELD_MANAGER, FINALIZER};
+use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus, FIELD_MANAGER, FINALIZER};
 use crate::controller::apply::{ApplyError, Outcome, apply_status};
 use crate::controller::keys::csv::PULL_SECRETS_REPORT;
 
@@ -64,11 +64,20 @@ pub async fn set_status(
         message = %update.message,
         "phase"
     );
+    write_status(client, csv, &status).await
+}
+
+/// Writes `status` over the stored one of `csv` (unless equal). Returns whether it wrote.
+pub async fn write_status(
+    client: &Client,
+    csv: &ClusterServiceVersion,
+    status: &ClusterServiceVersionStatus,
+) -> Result<Outcome, ApplyError> {
     let current = csv
         .status
         .as_ref()
         .and_then(|status| serde_json::to_value(status).ok());
-    let status = serde_json::to_value(&status).map_err(|error| {
+    let status = serde_json::to_value(status).map_err(|error| {
         ApplyError::new(
             "encode status of",
             KIND,
