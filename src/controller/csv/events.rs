@@ -1,6 +1,7 @@
-//! Events about pull-secret propagation, after the writes they describe succeeded: routine steps
-//! once per reconcile on the Subscription of the CSV; what needs an admin's attention also on
-//! the copy or ServiceAccount itself. Notes hold names and reasons only, never secret data.
+//! Events about pull-secret propagation, after the writes they describe succeeded: none for the
+//! routine steps of an install (the conditions say it), a summary of rotated copies on the
+//! Subscription of the CSV, what needs an admin's attention on the copy or ServiceAccount itself
+//! and on the Subscription. Notes hold names and reasons only, never secret data.
 //! Touches the client.
 //!
 //! Metrics seam: [`observe_plan`] is where the counters of a later issue go (copies, rotations,
@@ -42,24 +43,19 @@ pub struct Audience<'a> {
     pub csv: &'a ClusterServiceVersion,
 }
 
-/// Routine steps of a propagation: expected on every install and rotation, and already stated
-/// by the `PullCredentialsReady`/`PullSecret*` conditions. They are told once per reconcile on
-/// the Subscription, never per copy or ServiceAccount, nor on the CatalogSource (a catalog used
-/// by 10,000 namespaces would collect an Event per namespace; a rotation's summary on the
-/// CatalogSource comes from the fast path, `fast_path.rs`). Ordered by precedence: the reason
-/// of the summary is the first one present.
-const ROUTINE: [&str; 3] = [
-    EVENT_PULL_SECRET_COPIED,
-    EVENT_PULL_SECRET_ROTATED,
-    EVENT_PULL_SECRET_ATTACHED,
-];
+/// Routine steps of a first install: copies created and attached. The `PullCredentialsReady`
+/// and `PullSecret*` conditions (on the CSV's report and the Subscription) already say that the
+/// pull secrets are in place, and `observe_plan` logs each write: no Event (a first install
+/// published eight Events for them, the largest share of its API requests).
+const SILENT: [&str; 2] = [EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_ATTACHED];
 
 /// Publishes the events of `events` (from a plan whose writes succeeded). Routine steps
-/// ([`ROUTINE`]) make one event on the Subscription, whose note lists them all; anything an
-/// admin may have to act on or would not expect (a restore, a conflict, a detach or delete)
-/// is also an event on the copy or ServiceAccount concerned, and once per reason on the
-/// Subscription. A first install used to publish ten Events per Subscription, the largest share
-/// of its API requests (scripts/bench-scale.sh); it is now one for the propagation.
+/// ([`SILENT`]) publish nothing; copies rotated by this reconcile (those the fast path left)
+/// make one event on the Subscription whose note lists them; anything an admin may have to act
+/// on or would not expect (a restore, a conflict, a detach or delete) is an event on the copy or
+/// ServiceAccount concerned and once per reason on the Subscription. Nothing goes to the
+/// CatalogSource: a catalog used by 10,000 namespaces would collect an Event per namespace (a
+/// rotation's summary there comes from the fast path, `fast_path.rs`).
 pub async fn publish(
     context: &Context,
     namespace: &str,
@@ -71,27 +67,27 @@ pub async fn publish(
         Some(subscription) => reference(subscription),
         None => reference(audience.csv),
     };
-    let routine: Vec<&PlanEvent> = events
+    let rotated = |event: &&PlanEvent| !event.warning && event.reason == EVENT_PULL_SECRET_ROTATED;
+    let rotations: Vec<&str> = events
         .iter()
-        .filter(|event| !event.warning && ROUTINE.contains(&event.reason))
+        .filter(rotated)
+        .map(|event| event.message.as_str())
         .collect();
-    if let Some(reason) = ROUTINE
-        .iter()
-        .find(|reason| routine.iter().any(|event| event.reason == **reason))
-    {
-        let note = routine
-            .iter()
-            .map(|event| event.message.as_str())
-            .collect::<Vec<_>>()
-            .join("; ");
+    if !rotations.is_empty() {
         context
-            .event(&on, EventType::Normal, reason, action, Some(note))
+            .event(
+                &on,
+                EventType::Normal,
+                EVENT_PULL_SECRET_ROTATED,
+                action,
+                Some(rotations.join("; ")),
+            )
             .await;
     }
     let mut by_reason: Vec<(&'static str, bool, Vec<&str>)> = Vec::new();
     for event in events
         .iter()
-        .filter(|event| event.warning || !ROUTINE.contains(&event.reason))
+        .filter(|event| !rotated(event) && (event.warning || !SILENT.contains(&event.reason)))
     {
         let kind = match event.kind {
             EventObject::Secret => "Secret",

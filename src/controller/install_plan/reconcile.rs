@@ -38,8 +38,6 @@ pub const REASON_UNPACKING: &str = "UnpackingInProgress";
 pub const REASON_WAITING_FOR_PULL_SECRETS: &str = "WaitingForPullSecrets";
 /// How long the bundle pulls may take before the plan's status says `Installing`.
 const SHOW_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
-/// Event: a CSV was created.
-pub const EVENT_CSV_CREATED: &str = "ClusterServiceVersionCreated";
 /// Event: pulling a bundle failed; it is retried.
 pub const EVENT_BUNDLE_PULL_FAILED: &str = "BundlePullFailed";
 
@@ -283,18 +281,8 @@ async fn create_csv(
                 catalog = %entry.catalog(),
                 "created ClusterServiceVersion"
             );
-            writer
-                .event(
-                    EventType::Normal,
-                    EVENT_CSV_CREATED,
-                    format!(
-                        "created ClusterServiceVersion {csv_name} from bundle image {} of \
-                         catalog {}",
-                        fetched.pinned,
-                        entry.catalog()
-                    ),
-                )
-                .await;
+            // No Event: the plan's status lists the CSV as `Created`, and the Subscription's
+            // `InstallPlanCreated` event already named it (issue 12: an Event per step).
             Ok(STEP_CREATED)
         }
         // A CSV of that name exists that opcat does not watch (not created by opcat): it is
