@@ -28,6 +28,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::error::CsvError;
 use super::events::{Audience, observe_plan, publish};
+use super::hold;
 use super::install::{Read, unmet_status};
 use super::observe::{self, ObjectKey};
 use super::propagation::{self, PropagationInputs};
@@ -210,6 +211,11 @@ pub(super) async fn install(
         status::reason(csv.status.as_ref()),
         &health,
     );
+    let created = csv.metadata.creation_timestamp.as_ref().map(|time| time.0);
+    let phase = status::phase(csv.status.as_ref());
+    if let Some(wait) = hold::held_back(created, phase, &update, now.0) {
+        return Ok(Action::requeue(wait));
+    }
     csv_writes::set_status(client, csv, &update, now).await?;
     Ok(match health {
         Health::Ready => Action::requeue(context.settings.resync),

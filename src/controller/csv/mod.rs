@@ -27,6 +27,7 @@ mod csv_writes;
 mod error;
 mod events;
 mod fast_path;
+mod hold;
 mod install;
 mod objects;
 mod observe;
