@@ -92,6 +92,15 @@ pub async fn reconcile(
     }
     drop(guard);
 
+    if created {
+        // The new plan changes within moments (its reconcile runs now) and its watch event
+        // brings the next reconcile: the status is written then, once, instead of now and
+        // again (issue 12).
+        context
+            .backoffs
+            .succeeded(&backoff_key_of(super::CONTROLLER, subscription.as_ref()));
+        return Ok(Action::requeue(context.settings.wait_requeue));
+    }
     write_status(&ctx, &subscription, &observed, &decision, &plans).await?;
     context
         .backoffs
