@@ -213,7 +213,9 @@ pub(super) async fn install(
     );
     let created = csv.metadata.creation_timestamp.as_ref().map(|time| time.0);
     let phase = status::phase(csv.status.as_ref());
-    if let Some(wait) = hold::held_back(created, phase, &update, now.0) {
+    // Wall-clock time, like the server's creationTimestamp (the status clock may be a test's).
+    let wall = k8s_openapi::jiff::Timestamp::now();
+    if let Some(wait) = hold::held_back(created, phase, &update, wall) {
         return Ok(Action::requeue(wait));
     }
     csv_writes::set_status(client, csv, &update, now).await?;
