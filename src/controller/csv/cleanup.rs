@@ -172,13 +172,7 @@ async fn run(
 
     // Pull secrets: owner updates of kept copies, then the ServiceAccount edits.
     if let Some(plan) = &plan {
-        copies::write_all(
-            context,
-            (&state.echoes, &state.clashes),
-            namespace,
-            &plan.copy_writes,
-        )
-        .await?;
+        copies::write_all(state, namespace, &plan.copy_writes).await?;
     }
     let mut written = Vec::new();
     for sa in &read_accounts {

@@ -110,13 +110,7 @@ pub(super) async fn install(
 
     // (1) Copies.
     if !frozen {
-        copies::write_all(
-            context,
-            (&state.echoes, &state.clashes),
-            namespace,
-            &plan.copy_writes,
-        )
-        .await?;
+        copies::write_all(state, namespace, &plan.copy_writes).await?;
     }
     // (2) ServiceAccounts, then their imagePullSecrets.
     let written_edits = if frozen {

@@ -15,11 +15,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::{Client, ResourceExt};
 
+use super::Csvs;
 use super::clashes::{NameClashes, same_catalog_copy};
 use crate::api::FIELD_MANAGER;
 use crate::controller::apply::{ApplyError, is_not_found};
-use crate::controller::context::Context;
-use crate::controller::own_writes::Echoes;
 use crate::pull_secrets::{CopyAction, CopyDeletion, CopyWrite};
 
 const KIND: &str = "Secret";
@@ -45,13 +44,13 @@ fn preconditioned(uid: Option<String>, resource_version: Option<String>) -> Dele
 /// `opcat_pull_secret_copy_writes_total` once it succeeded. In-place updates are recorded in
 /// `echoes`: their watch events need not reconcile the namespace's CSVs again.
 pub async fn write_all(
-    context: &Context,
-    (echoes, clashes): (&Echoes, &NameClashes),
+    state: &Csvs,
     namespace: &str,
     writes: &[CopyWrite],
 ) -> Result<(), ApplyError> {
+    let (context, echoes) = (&state.context, &state.echoes);
     for one in writes {
-        let written = write(&context.client, clashes, namespace, one).await?;
+        let written = write(&context.client, &state.clashes, namespace, one).await?;
         context.metrics.copies_written(1);
         if let (CopyAction::Update { .. }, Some(written)) = (&one.action, written) {
             echoes.wrote(
