@@ -49,8 +49,9 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
         count(Verb::Patch, "clusterserviceversions", "status") <= 2,
         "{report}"
     );
-    // No write in the reconcile that created the plan: the plan's progress with the CSV, the
-    // CSV's pull-secret report, and whatever of them arrives apart.
+    // No write in the reconcile that created the plan; the plan's completion, the CSV and its
+    // pull-secret report are awaited for a moment and written together (two writes at most,
+    // should the report come late).
     assert!(
         count(Verb::Patch, "subscriptions", "status") <= 3,
         "{report}"
