@@ -37,7 +37,6 @@ use super::status::{self, Health, PhaseUpdate};
 use super::{Csvs, certificates, copies, csv_writes, objects, report, service_accounts, webhooks};
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase, csv_reasons};
 use crate::bundle::{RenderContext, RenderedBundle, ownership::CsvOwner, render};
-use crate::controller::apply::Outcome;
 use crate::pull_secrets::vocabulary::{
     CONDITION_PULL_SECRET_SOURCE_MISSING, EVENT_PULL_SECRET_CONFLICT, REASON_SOURCE_NOT_FOUND,
 };
@@ -212,7 +211,8 @@ pub(super) async fn install(
     if let Some(wait) = hold::held_back(created, phase, &update, wall) {
         return Ok(Action::requeue(wait));
     }
-    csv_writes::set_status(client, csv, &update, now).await?;
+    let written = csv_writes::set_status(client, csv, &update, now).await?;
+    state.wrote(csv, written.as_deref());
     Ok(match health {
         Health::Ready => Action::requeue(context.settings.resync),
         Health::NotReady(_) => Action::requeue(context.settings.wait_requeue),
@@ -247,8 +247,9 @@ impl Report<'_> {
         };
         conditions.push(self.preflight);
         let encoded = report::encode(&conditions);
-        let changed =
-            csv_writes::set_report(&context.client, csv, &encoded).await? == Outcome::Applied;
+        let written = csv_writes::set_report(&context.client, csv, &encoded).await?;
+        state.wrote(csv, written.as_deref());
+        let changed = written.is_some();
         if self.frozen {
             return Ok(());
         }
