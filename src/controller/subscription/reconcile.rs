@@ -104,7 +104,7 @@ pub async fn reconcile(
     }
     let moving_to = current_csv(&decision, &plans, subscription.status.as_ref(), &name);
     let now = k8s_openapi::jiff::Timestamp::now();
-    if let Some(wait) = settling(moving_to.as_deref(), &plans, &observed.csvs, now) {
+    if let Some(wait) = settling(moving_to.as_deref(), &plans, now) {
         return Ok(Action::requeue(wait));
     }
     write_status(&ctx, &subscription, &observed, &decision, &plans).await?;
