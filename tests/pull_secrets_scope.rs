@@ -100,16 +100,13 @@ async fn a_namespace_can_opt_out_with_a_label() {
         message.contains("opcat.dev/pull-secret-propagation=disabled"),
         "{message}"
     );
-    assert_eq!(
-        env.api
-            .get::<opcat::api::ClusterServiceVersion>("team-a", NAME)
-            .unwrap()
-            .status
-            .unwrap()
-            .phase,
-        Some(Phase::Succeeded),
-        "the operator stays installed"
-    );
+    // The operator stays installed. Withdrawing the copies changes the Deployments' pod
+    // templates, and while that rollout is not observed the CSV may be `Failed`
+    // (`ComponentUnhealthy`, as OLM reports a rollout of a succeeded CSV): it ends `Succeeded`,
+    // which is what is asserted, not the phase at one instant (this test failed about once in
+    // thirty runs when it read the phase right after the report).
+    wait_phase(&env, "team-a", NAME, Phase::Succeeded).await;
+    assert!(withdrawn(&env, "team-a"), "still without copies");
 
     let opt_in = json!({"metadata": {"labels": {"opcat.dev/pull-secret-propagation": null}}});
     namespaces_

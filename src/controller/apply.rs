@@ -274,6 +274,7 @@ where
     if current == Some(status) {
         return Ok(Outcome::Unchanged);
     }
+    log_status_write::<K>(name, current, status);
     patch_status(api, name, status).await?;
     Ok(Outcome::Applied)
 }
@@ -321,5 +322,21 @@ where
             kube::Error::SerdeError(e),
         )
     })?;
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let before = current.and_then(|current| serde_json::to_value(current).ok());
+        log_status_write::<K>(name, before.as_ref(), &status);
+    }
     patch_status(api, name, &status).await.map(Some)
+}
+
+/// Logs (debug) which status fields a write changes.
+fn log_status_write<K: Resource<DynamicType = ()>>(
+    name: &str,
+    current: Option<&serde_json::Value>,
+    desired: &serde_json::Value,
+) {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let changed = super::status_diff::changed_fields(current, desired);
+        tracing::debug!(kind = %K::kind(&()), name, ?changed, "status write");
+    }
 }

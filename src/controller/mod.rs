@@ -22,6 +22,7 @@ pub mod owned_objects;
 pub mod plan_record;
 pub mod resources;
 pub mod source_secrets;
+pub mod status_diff;
 pub mod stores;
 pub mod subscription;
 pub mod wiring;

@@ -10,14 +10,24 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// What this process wrote over for one object.
+#[derive(Debug, Default)]
+struct Superseded {
+    versions: Vec<String>,
+    /// The version its last write made.
+    last_written: Option<String>,
+}
+
 /// Superseded `resourceVersion`s, by object UID.
 #[derive(Debug, Default)]
 pub struct OwnWrites {
-    superseded: Mutex<HashMap<String, Vec<String>>>,
+    superseded: Mutex<HashMap<String, Superseded>>,
 }
 
 impl OwnWrites {
-    /// Records that a write turned version `read` of object `uid` into version `written`.
+    /// Records that a write turned version `read` of object `uid` into version `written`. A
+    /// version this process wrote earlier is superseded too: two writes of one reconcile (a
+    /// CSV's annotation, then its status) leave the first one's watch event stale.
     pub fn wrote(&self, uid: &str, read: Option<&str>, written: Option<&str>) {
         let (Some(read), Some(written)) = (read, written) else {
             return;
@@ -26,10 +36,13 @@ impl OwnWrites {
             return;
         }
         if let Ok(mut superseded) = self.superseded.lock() {
-            superseded
-                .entry(uid.to_owned())
-                .or_default()
-                .push(read.to_owned());
+            let entry = superseded.entry(uid.to_owned()).or_default();
+            entry.versions.push(read.to_owned());
+            if let Some(previous) = entry.last_written.replace(written.to_owned())
+                && previous != written
+            {
+                entry.versions.push(previous);
+            }
         }
     }
 
@@ -43,7 +56,7 @@ impl OwnWrites {
             return false;
         };
         match superseded.get(uid) {
-            Some(versions) if versions.iter().any(|v| v == version) => true,
+            Some(entry) if entry.versions.iter().any(|v| v == version) => true,
             Some(_) => {
                 superseded.remove(uid);
                 false
@@ -116,6 +129,19 @@ mod tests {
             !writes.is_stale(Some("a"), Some("1")),
             "forgotten once the store caught up"
         );
+    }
+
+    #[test]
+    fn two_writes_from_the_same_read_leave_the_first_ones_version_stale() {
+        let writes = OwnWrites::default();
+        // Annotation, then status, both from version 1 as read.
+        writes.wrote("a", Some("1"), Some("2"));
+        writes.wrote("a", Some("1"), Some("3"));
+        assert!(
+            writes.is_stale(Some("a"), Some("2")),
+            "the annotation's event"
+        );
+        assert!(!writes.is_stale(Some("a"), Some("3")));
     }
 
     #[test]

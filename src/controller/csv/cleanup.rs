@@ -112,7 +112,9 @@ async fn run(
         .map(|catalog| propagation::wanted_copy_names(catalog, &secret_names))
         .unwrap_or_default();
     let secrets = match &catalog {
-        Some(catalog) => observe::secrets(context, namespace, catalog, &wanted).await?,
+        Some(catalog) => {
+            observe::secrets(context, &state.clashes, namespace, catalog, &wanted).await?
+        }
         None => Vec::new(),
     };
     let account_names: BTreeSet<String> = own_accounts
@@ -170,7 +172,7 @@ async fn run(
 
     // Pull secrets: owner updates of kept copies, then the ServiceAccount edits.
     if let Some(plan) = &plan {
-        copies::write_all(context, &state.echoes, namespace, &plan.copy_writes).await?;
+        copies::write_all(state, namespace, &plan.copy_writes).await?;
     }
     let mut written = Vec::new();
     for sa in &read_accounts {
@@ -246,7 +248,7 @@ async fn run(
         let subscription = observe::subscription(context, csv);
         let audience = Audience {
             subscription: subscription.as_deref(),
-            catalog_source: catalog_source.as_deref(),
+            csv,
         };
         let events: Vec<_> = done
             .events()

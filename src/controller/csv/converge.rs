@@ -28,6 +28,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::error::CsvError;
 use super::events::{Audience, observe_plan, publish};
+use super::hold;
 use super::install::{Read, unmet_status};
 use super::observe::{self, ObjectKey};
 use super::propagation::{self, PropagationInputs};
@@ -36,7 +37,6 @@ use super::status::{self, Health, PhaseUpdate};
 use super::{Csvs, certificates, copies, csv_writes, objects, report, service_accounts, webhooks};
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase, csv_reasons};
 use crate::bundle::{RenderContext, RenderedBundle, ownership::CsvOwner, render};
-use crate::controller::apply::Outcome;
 use crate::pull_secrets::vocabulary::{
     CONDITION_PULL_SECRET_SOURCE_MISSING, EVENT_PULL_SECRET_CONFLICT, REASON_SOURCE_NOT_FOUND,
 };
@@ -109,7 +109,7 @@ pub(super) async fn install(
 
     // (1) Copies.
     if !frozen {
-        copies::write_all(context, &state.echoes, namespace, &plan.copy_writes).await?;
+        copies::write_all(state, namespace, &plan.copy_writes).await?;
     }
     // (2) ServiceAccounts, then their imagePullSecrets.
     let written_edits = if frozen {
@@ -204,7 +204,15 @@ pub(super) async fn install(
         status::reason(csv.status.as_ref()),
         &health,
     );
-    csv_writes::set_status(client, csv, &update, now).await?;
+    let created = csv.metadata.creation_timestamp.as_ref().map(|time| time.0);
+    let phase = status::phase(csv.status.as_ref());
+    // Wall-clock time, like the server's creationTimestamp (the status clock may be a test's).
+    let wall = k8s_openapi::jiff::Timestamp::now();
+    if let Some(wait) = hold::held_back(created, phase, &update, wall) {
+        return Ok(Action::requeue(wait));
+    }
+    let written = csv_writes::set_status(client, csv, &update, now).await?;
+    state.wrote(csv, written.as_deref());
     Ok(match health {
         Health::Ready => Action::requeue(context.settings.resync),
         Health::NotReady(_) => Action::requeue(context.settings.wait_requeue),
@@ -239,8 +247,9 @@ impl Report<'_> {
         };
         conditions.push(self.preflight);
         let encoded = report::encode(&conditions);
-        let changed =
-            csv_writes::set_report(&context.client, csv, &encoded).await? == Outcome::Applied;
+        let written = csv_writes::set_report(&context.client, csv, &encoded).await?;
+        state.wrote(csv, written.as_deref());
+        let changed = written.is_some();
         if self.frozen {
             return Ok(());
         }
@@ -251,10 +260,7 @@ impl Report<'_> {
         if !changed {
             events.retain(|event| event.reason != EVENT_PULL_SECRET_CONFLICT);
         }
-        let audience = Audience {
-            subscription,
-            catalog_source: read.catalog_source.as_deref(),
-        };
+        let audience = Audience { subscription, csv };
         publish(context, namespace, &events, &audience).await;
         Ok(())
     }
@@ -322,7 +328,8 @@ async fn propagation_inputs(
     }
     let secret_names = propagation::secret_names(read.catalog_source.as_deref());
     let wanted = propagation::wanted_copy_names(&read.catalog, &secret_names);
-    let secrets = observe::secrets(context, namespace, &read.catalog, &wanted).await?;
+    let secrets =
+        observe::secrets(context, &state.clashes, namespace, &read.catalog, &wanted).await?;
     let names: BTreeSet<String> = csvs
         .iter()
         .flat_map(|csv| csv.service_accounts.iter().cloned())

@@ -1,8 +1,10 @@
 //! Apply: writes to the pull-secret copies, as `pull_secrets::plan` decided them. Touches the
 //! client.
 //!
-//! - create: `POST`; a Secret that appeared meanwhile makes it fail with 409 (retried, and the
-//!   next plan sees it — never overwritten);
+//! - create: `POST`, without reading first; on 409 `AlreadyExists` one GET tells opcat's own
+//!   copy the cache had not seen yet (taken as written) from a foreign Secret (never
+//!   overwritten: its name is remembered, the reconcile is retried and its plan reports the
+//!   conflict; see `clashes`);
 //! - update: `PUT` of the existing object with its `resourceVersion` (in place: same name, same
 //!   uid; a rotation never opens a window without the Secret, DESIGN invariant 4);
 //! - recreate (type change, immutable copy): `DELETE` with uid and `resourceVersion`
@@ -13,10 +15,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::{Client, ResourceExt};
 
+use super::Csvs;
+use super::clashes::{NameClashes, same_catalog_copy};
 use crate::api::FIELD_MANAGER;
 use crate::controller::apply::{ApplyError, is_not_found};
-use crate::controller::context::Context;
-use crate::controller::own_writes::Echoes;
 use crate::pull_secrets::{CopyAction, CopyDeletion, CopyWrite};
 
 const KIND: &str = "Secret";
@@ -42,13 +44,13 @@ fn preconditioned(uid: Option<String>, resource_version: Option<String>) -> Dele
 /// `opcat_pull_secret_copy_writes_total` once it succeeded. In-place updates are recorded in
 /// `echoes`: their watch events need not reconcile the namespace's CSVs again.
 pub async fn write_all(
-    context: &Context,
-    echoes: &Echoes,
+    state: &Csvs,
     namespace: &str,
     writes: &[CopyWrite],
 ) -> Result<(), ApplyError> {
+    let (context, echoes) = (&state.context, &state.echoes);
     for one in writes {
-        let written = write(&context.client, namespace, one).await?;
+        let written = write(&context.client, &state.clashes, namespace, one).await?;
         context.metrics.copies_written(1);
         if let (CopyAction::Update { .. }, Some(written)) = (&one.action, written) {
             echoes.wrote(
@@ -64,17 +66,21 @@ pub async fn write_all(
 /// nothing).
 pub async fn write(
     client: &Client,
+    clashes: &NameClashes,
     namespace: &str,
     write: &CopyWrite,
 ) -> Result<Option<Secret>, ApplyError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let object = |secret: &Secret| format!("{namespace}/{}", secret.name_any());
     match &write.action {
-        CopyAction::Create(secret) => api
-            .create(&post_params(), secret)
-            .await
-            .map(Some)
-            .map_err(|source| ApplyError::new("create", KIND, object(secret), source)),
+        CopyAction::Create(secret) => match api.create(&post_params(), secret).await {
+            Ok(created) => Ok(Some(created)),
+            Err(error) if is_already_exists(&error) => taken(&api, clashes, secret, error)
+                .await
+                .map(Some)
+                .map_err(|source| ApplyError::new("create", KIND, object(secret), source)),
+            Err(source) => Err(ApplyError::new("create", KIND, object(secret), source)),
+        },
         CopyAction::Update { secret, .. } => replace(&api, secret)
             .await
             .map(Some)
@@ -99,6 +105,33 @@ pub async fn write(
         }
         // The plan never lists these as writes.
         CopyAction::Conflict(_) | CopyAction::InSync => Ok(None),
+    }
+}
+
+fn is_already_exists(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409 && status.reason == "AlreadyExists")
+}
+
+/// A create of `desired` found its name taken (`refused`): opcat's own copy of the same catalog
+/// is taken as written; anything else is a foreign Secret, whose name is remembered so that the
+/// next reconcile reads it and reports the conflict (DESIGN invariant 3), and the 409 stands.
+async fn taken(
+    api: &Api<Secret>,
+    clashes: &NameClashes,
+    desired: &Secret,
+    refused: kube::Error,
+) -> Result<Secret, kube::Error> {
+    let name = desired.name_any();
+    match api.get_opt(&name).await? {
+        Some(existing) if same_catalog_copy(desired, &existing) => Ok(existing),
+        Some(existing) => {
+            let namespace = existing.namespace().unwrap_or_default();
+            tracing::info!(%namespace, copy = %name, "a foreign Secret holds the copy's name");
+            clashes.record(&namespace, &name);
+            Err(refused)
+        }
+        // Deleted since: the retry creates it.
+        None => Err(refused),
     }
 }
 

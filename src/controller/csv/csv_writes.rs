@@ -9,8 +9,8 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use super::status::{PhaseUpdate, set_phase};
-use crate::api::{ClusterServiceVersion, FIELD_MANAGER, FINALIZER};
-use crate::controller::apply::{ApplyError, Outcome, apply_status};
+use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus, FIELD_MANAGER, FINALIZER};
+use crate::controller::apply::{ApplyError, Outcome, apply_status_typed};
 use crate::controller::keys::csv::PULL_SECRETS_REPORT;
 
 const KIND: &str = "ClusterServiceVersion";
@@ -46,15 +46,16 @@ async fn json_patch(
     Ok(())
 }
 
-/// Sets the phase, unless the status already says it. Returns whether it wrote.
+/// Sets the phase, unless the status already says it. Returns the `resourceVersion` it wrote,
+/// if it wrote.
 pub async fn set_status(
     client: &Client,
     csv: &ClusterServiceVersion,
     update: &PhaseUpdate,
     now: &Time,
-) -> Result<Outcome, ApplyError> {
+) -> Result<Option<String>, ApplyError> {
     let Some(status) = set_phase(csv.status.as_ref(), update, now) else {
-        return Ok(Outcome::Unchanged);
+        return Ok(None);
     };
     tracing::info!(
         namespace = csv.namespace().unwrap_or_default(),
@@ -64,47 +65,48 @@ pub async fn set_status(
         message = %update.message,
         "phase"
     );
-    let current = csv
-        .status
-        .as_ref()
-        .and_then(|status| serde_json::to_value(status).ok());
-    let status = serde_json::to_value(&status).map_err(|error| {
-        ApplyError::new(
-            "encode status of",
-            KIND,
-            object(csv),
-            kube::Error::SerdeError(error),
-        )
-    })?;
-    apply_status(
-        &api(client, csv),
-        &csv.name_any(),
-        current.as_ref(),
-        &status,
-    )
-    .await
+    write_status(client, csv, &status).await
 }
 
-/// Writes the pull-secret report annotation when it differs. Returns whether it wrote.
+/// Writes `status` over the stored one of `csv` (unless equal). Returns the `resourceVersion`
+/// it wrote, if it wrote.
+pub async fn write_status(
+    client: &Client,
+    csv: &ClusterServiceVersion,
+    status: &ClusterServiceVersionStatus,
+) -> Result<Option<String>, ApplyError> {
+    let written = apply_status_typed(
+        &api(client, csv),
+        &csv.name_any(),
+        csv.status.as_ref(),
+        status,
+    )
+    .await?;
+    Ok(written.and_then(|csv| csv.metadata.resource_version))
+}
+
+/// Writes the pull-secret report annotation when it differs. Returns the `resourceVersion` it
+/// wrote, if it wrote.
 pub async fn set_report(
     client: &Client,
     csv: &ClusterServiceVersion,
     report: &str,
-) -> Result<Outcome, ApplyError> {
+) -> Result<Option<String>, ApplyError> {
     if csv
         .annotations()
         .get(PULL_SECRETS_REPORT)
         .map(String::as_str)
         == Some(report)
     {
-        return Ok(Outcome::Unchanged);
+        return Ok(None);
     }
     let patch = json!({"metadata": {"annotations": {PULL_SECRETS_REPORT: report}}});
-    api(client, csv)
+    let written = api(client, csv)
         .patch(&csv.name_any(), &params(), &Patch::Merge(&patch))
         .await
         .map_err(|source| ApplyError::new("annotate", KIND, object(csv), source))?;
-    Ok(Outcome::Applied)
+    // An empty version still says that it wrote.
+    Ok(Some(written.metadata.resource_version.unwrap_or_default()))
 }
 
 fn finalizers(csv: &ClusterServiceVersion) -> Option<&Vec<String>> {

@@ -1,6 +1,8 @@
-//! Events about pull-secret propagation, after the writes they describe succeeded: on the copy
-//! or ServiceAccount itself, on the Subscription of the CSV, and (copy, rotate, delete) on the
-//! CatalogSource. Notes hold names and reasons only, never secret data. Touches the client.
+//! Events about pull-secret propagation, after the writes they describe succeeded: none for the
+//! routine steps of an install (the conditions say it), a summary of rotated copies on the
+//! Subscription of the CSV, what needs an admin's attention on the copy or ServiceAccount itself
+//! and on the Subscription. Notes hold names and reasons only, never secret data.
+//! Touches the client.
 //!
 //! Metrics seam: [`observe_plan`] is where the counters of a later issue go (copies, rotations,
 //! propagation lag; names in `pull_secrets::vocabulary`); today it logs the same facts as
@@ -10,16 +12,16 @@ use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::Resource;
 use kube::runtime::events::EventType;
 
-use crate::api::{CatalogSource, ClusterServiceVersion, Subscription};
+use crate::api::{ClusterServiceVersion, Subscription};
 use crate::controller::context::Context;
 use crate::pull_secrets::vocabulary::{
-    EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_DELETED, EVENT_PULL_SECRET_ROTATED,
+    EVENT_PULL_SECRET_ATTACHED, EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_ROTATED,
 };
 use crate::pull_secrets::{CopyAction, EventObject, NamespacePlan, PlanEvent};
 use crate::timing::elapsed;
 
 /// A reference to a namespaced core object.
-pub(super) fn core_reference(kind: &str, namespace: &str, name: &str) -> ObjectReference {
+fn core_reference(kind: &str, namespace: &str, name: &str) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".to_owned()),
         kind: Some(kind.to_owned()),
@@ -34,18 +36,26 @@ pub fn reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
     object.object_ref(&())
 }
 
-/// Where propagation events are also shown.
+/// Where propagation events are shown besides the objects they are about.
 pub struct Audience<'a> {
+    /// The Subscription of the CSV; the CSV itself stands in when there is none.
     pub subscription: Option<&'a Subscription>,
-    pub catalog_source: Option<&'a CatalogSource>,
+    pub csv: &'a ClusterServiceVersion,
 }
 
-/// Publishes the events of `events` (from a plan whose writes succeeded): each on the copy or
-/// ServiceAccount it is about, and once per reason on the Subscription and (copy, rotate,
-/// delete) on the CatalogSource, with the notes of that reason joined. One event per audience
-/// and reason instead of one per object: a first install wrote 14 Events per Subscription, the
-/// largest share of its requests (scripts/bench-scale.sh), and a CatalogSource used by 10,000
-/// namespaces collected two Events per namespace.
+/// Routine steps of a first install: copies created and attached. The `PullCredentialsReady`
+/// and `PullSecret*` conditions (on the CSV's report and the Subscription) already say that the
+/// pull secrets are in place, and `observe_plan` logs each write: no Event (a first install
+/// published eight Events for them, the largest share of its API requests).
+const SILENT: [&str; 2] = [EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_ATTACHED];
+
+/// Publishes the events of `events` (from a plan whose writes succeeded). Routine steps
+/// ([`SILENT`]) publish nothing; copies rotated by this reconcile (those the fast path left)
+/// make one event on the Subscription whose note lists them; anything an admin may have to act
+/// on or would not expect (a restore, a conflict, a detach or delete) is an event on the copy or
+/// ServiceAccount concerned and once per reason on the Subscription. Nothing goes to the
+/// CatalogSource: a catalog used by 10,000 namespaces would collect an Event per namespace (a
+/// rotation's summary there comes from the fast path, `fast_path.rs`).
 pub async fn publish(
     context: &Context,
     namespace: &str,
@@ -53,8 +63,32 @@ pub async fn publish(
     audience: &Audience<'_>,
 ) {
     let action = "PropagatePullSecrets";
+    let on = match audience.subscription {
+        Some(subscription) => reference(subscription),
+        None => reference(audience.csv),
+    };
+    let rotated = |event: &&PlanEvent| !event.warning && event.reason == EVENT_PULL_SECRET_ROTATED;
+    let rotations: Vec<&str> = events
+        .iter()
+        .filter(rotated)
+        .map(|event| event.message.as_str())
+        .collect();
+    if !rotations.is_empty() {
+        context
+            .event(
+                &on,
+                EventType::Normal,
+                EVENT_PULL_SECRET_ROTATED,
+                action,
+                Some(rotations.join("; ")),
+            )
+            .await;
+    }
     let mut by_reason: Vec<(&'static str, bool, Vec<&str>)> = Vec::new();
-    for event in events {
+    for event in events
+        .iter()
+        .filter(|event| !rotated(event) && (event.warning || !SILENT.contains(&event.reason)))
+    {
         let kind = match event.kind {
             EventObject::Secret => "Secret",
             EventObject::ServiceAccount => "ServiceAccount",
@@ -78,35 +112,15 @@ pub async fn publish(
         }
     }
     for (reason, warning, notes) in by_reason {
-        let note = notes.join("; ");
-        if let Some(subscription) = audience.subscription {
-            context
-                .event(
-                    &reference(subscription),
-                    event_type(warning),
-                    reason,
-                    action,
-                    Some(note.clone()),
-                )
-                .await;
-        }
-        let catalog_wide = [
-            EVENT_PULL_SECRET_COPIED,
-            EVENT_PULL_SECRET_ROTATED,
-            EVENT_PULL_SECRET_DELETED,
-        ]
-        .contains(&reason);
-        if catalog_wide && let Some(catalog) = audience.catalog_source {
-            context
-                .event(
-                    &reference(catalog),
-                    event_type(warning),
-                    reason,
-                    action,
-                    Some(note),
-                )
-                .await;
-        }
+        context
+            .event(
+                &on,
+                event_type(warning),
+                reason,
+                action,
+                Some(notes.join("; ")),
+            )
+            .await;
     }
 }
 

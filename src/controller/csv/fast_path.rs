@@ -1,4 +1,4 @@
-//! The rotation fast path (touches the client: one `PUT` per copy, events): when a source pull
+//! The rotation fast path (touches the client: one `PUT` per copy, one event per CatalogSource): when a source pull
 //! secret changes, its existing copies take the new data in place at once, without the full
 //! reconcile of every CSV of its catalogs (about 19 requests each, 13 of them LISTs). The
 //! decisions are `pull_secrets::plan_rotation`'s (the same planner as the CSV reconcile, data-only
@@ -27,7 +27,7 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 
 use super::copies;
-use super::events::{core_reference, reference};
+use super::events::reference;
 use crate::api::CatalogSource;
 use crate::controller::apply::api_error_kind;
 use crate::controller::context::Context;
@@ -177,7 +177,7 @@ fn listing_catalogs(context: &Context, key: &SecretKey) -> Vec<Arc<CatalogSource
     catalogs
 }
 
-/// Replaces one copy, then records the echo, counts the write and tells users. Returns its
+/// Replaces one copy, then records the echo and counts the write. Returns its
 /// catalog when written; a failure (a 409 above all) is left to the CSV reconcile.
 async fn write_one(
     context: &Context,
@@ -193,19 +193,15 @@ async fn write_one(
                 written.resource_version().as_deref(),
             );
             context.metrics.copies_written(1);
-            let note = format!(
-                "updated the data of pull-secret copy {}/{} of secret {}/{} from catalog source {}",
-                write.namespace, write.name, key.0, key.1, write.catalog
+            // No Event per copy: a rotation at 10,000 namespaces would publish 10,000 of them.
+            // The CatalogSource's summary says how many copies took the new data.
+            tracing::debug!(
+                namespace = %write.namespace,
+                copy = %write.name,
+                source = %format!("{}/{}", key.0, key.1),
+                catalog = %write.catalog,
+                "pull-secret copy rotated"
             );
-            context
-                .event(
-                    &core_reference("Secret", &write.namespace, &write.name),
-                    EventType::Normal,
-                    EVENT_PULL_SECRET_ROTATED,
-                    ACTION,
-                    Some(note),
-                )
-                .await;
             Some(write.catalog)
         }
         Err(error) => {

@@ -4,11 +4,11 @@
 //! newer one succeeded, and is deleted. Otherwise: no phase → `Pending`; dereference and check
 //! the requirements (annotations, exactly one OperatorGroup with resolved targets, the bundle,
 //! install modes) → `Failed` with OLM's reason, or `Pending` while the targets are not resolved;
-//! met → `InstallReady`; from there on every reconcile converges the install.
+//! met → `InstallReady`; from there on every reconcile converges the install. `Pending` and
+//! `InstallReady` reached in the same reconcile are written with the phase it ends in.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -29,9 +29,6 @@ use crate::controller::backoff::TERMINAL_DELAY;
 use crate::controller::keys::csv as csv_keys;
 use crate::failure::ReconcileFailure;
 use crate::pull_secrets::CatalogRef;
-
-/// Requeue after a phase step, so the next step follows at once.
-const NEXT_STEP: Duration = Duration::from_millis(10);
 
 /// Everything the install needs, read once.
 pub(super) struct Read {
@@ -59,14 +56,24 @@ pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Acti
     if let Some(replacer) = observe::replacer(context, &namespace, &name) {
         return replacement(state, csv, &replacer, &now).await;
     }
-    let phase = status::phase(csv.status.as_ref());
+    // `Pending` and `InstallReady` are steps of this same reconcile when nothing holds the
+    // install: they are staged in memory (their history entries kept) and written with the
+    // phase the reconcile ends in, one status write instead of three (issue 12). A reconcile
+    // that ends before any phase write writes what it staged (`flush`).
+    let stored = csv;
+    let mut working = csv.clone();
+    let mut phase = status::phase(csv.status.as_ref());
     if phase.is_none() {
-        csv_writes::set_status(&context.client, csv, &PhaseUpdate::pending(), &now).await?;
-        return Ok(Action::requeue(NEXT_STEP));
+        working.status = status::set_phase(None, &PhaseUpdate::pending(), &now);
+        phase = Some(Phase::Pending);
     }
+    let csv = &working;
     let read = match dereference(state, csv, &namespace).await? {
         Ok(read) => read,
-        Err(Early::Done(action)) => return Ok(action),
+        Err(Early::Done(action)) => {
+            flush(state, stored, csv).await?;
+            return Ok(action);
+        }
         Err(Early::Unmet(unmet)) => return unmet_status(state, csv, &unmet, &now).await,
     };
     if let Err(unmet) = requirements::installable(&read.bundle, &namespace, &read.targets) {
@@ -82,12 +89,16 @@ pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Acti
             Some(csv_reasons::COMPONENT_UNHEALTHY | csv_reasons::INSTALL_COMPONENT_FAILED)
         ));
     if !installing {
-        csv_writes::set_status(&context.client, csv, &PhaseUpdate::install_ready(), &now).await?;
-        return Ok(Action::requeue(NEXT_STEP));
+        let ready = status::set_phase(csv.status.as_ref(), &PhaseUpdate::install_ready(), &now);
+        working.status = ready.or(working.status);
     }
+    let csv = &working;
     match converge::install(state, csv, &namespace, &read, &now).await {
         Ok(action) => Ok(action),
-        Err(error) if error.is_transient() => Err(error),
+        Err(error) if error.is_transient() => {
+            flush(state, stored, csv).await?;
+            Err(error)
+        }
         Err(error) => {
             // Terminal for this content (an object the API refuses, a foreign object in the
             // way): status and a long requeue, no hot retry (DESIGN invariant 7).
@@ -101,6 +112,21 @@ pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Acti
             Ok(Action::requeue(TERMINAL_DELAY))
         }
     }
+}
+
+/// Writes the status staged in `working` when the reconcile ended without writing a phase
+/// (the stored status differs from it): a CSV never stays without the phase it reached.
+async fn flush(
+    state: &Csvs,
+    stored: &ClusterServiceVersion,
+    working: &ClusterServiceVersion,
+) -> Result<(), CsvError> {
+    if let Some(status) = &working.status
+        && stored.status.as_ref() != Some(status)
+    {
+        csv_writes::write_status(&state.context.client, stored, status).await?;
+    }
+    Ok(())
 }
 
 /// Reads the annotations, the OperatorGroup, the catalog, its sources and the bundle.

@@ -19,6 +19,7 @@
 
 mod bundle;
 mod certificates;
+mod clashes;
 mod cleanup;
 mod converge;
 mod copies;
@@ -26,6 +27,7 @@ mod csv_writes;
 mod error;
 mod events;
 mod fast_path;
+mod hold;
 mod install;
 mod objects;
 mod observe;
@@ -53,7 +55,7 @@ pub use report::{decode as decode_report, encode as encode_report};
 
 use super::context::Context;
 use super::manager::Shutdown;
-use super::own_writes::Echoes;
+use super::own_writes::{Echoes, OwnWrites};
 use super::stores::Reflectors;
 use super::wiring::{self, backoff_key_of};
 use crate::api::ClusterServiceVersion;
@@ -71,6 +73,22 @@ pub struct Csvs {
     restore_policy: RestorePolicy,
     /// Copies this process updated in place, until their watch events arrive.
     echoes: Arc<Echoes>,
+    /// Copy names a create found held by a foreign Secret.
+    clashes: clashes::NameClashes,
+    /// Versions of CSVs this reconciler wrote over (annotation, then status, in one reconcile):
+    /// a reconcile that reads one waits for the store instead of writing the status again.
+    own_writes: OwnWrites,
+}
+
+impl Csvs {
+    /// Records that this reconciler wrote `written` over `csv` as read (nothing when `None`).
+    fn wrote(&self, csv: &ClusterServiceVersion, written: Option<&str>) {
+        if let Some(written) = written {
+            let uid = csv.uid().unwrap_or_default();
+            self.own_writes
+                .wrote(&uid, csv.resource_version().as_deref(), Some(written));
+        }
+    }
 }
 
 impl Csvs {
@@ -81,6 +99,8 @@ impl Csvs {
             bundles: bundle::BundleCache::default(),
             preflight: preflight::PreflightCache::default(),
             restore_policy: RestorePolicy::default(),
+            clashes: clashes::NameClashes::default(),
+            own_writes: OwnWrites::default(),
         }
     }
 }
@@ -202,6 +222,15 @@ pub fn controller(
 async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<Action, CsvError> {
     if !observe::is_managed(&csv) {
         return Ok(Action::await_change());
+    }
+    let version = csv.resource_version();
+    if state
+        .own_writes
+        .is_stale(csv.uid().as_deref(), version.as_deref())
+    {
+        // The store still shows a version this reconciler wrote over (its report annotation
+        // before its status): the watch event of the last write brings the next reconcile.
+        return Ok(Action::requeue(state.context.settings.wait_requeue));
     }
     if !state.context.stores.is_ready() {
         // Decisions read many stores; wait until each has listed once (after a start).

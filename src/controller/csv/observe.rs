@@ -12,6 +12,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, ResourceExt};
 
+use super::clashes::NameClashes;
 use super::error::CsvError;
 use crate::api::{CatalogSource, ClusterServiceVersion, OperatorGroup, Subscription};
 use crate::bundle::ownership::csv_selector;
@@ -199,10 +200,10 @@ pub fn keyring<'a>(
 }
 
 /// Secrets in `namespace` the plan needs: the catalog's copies (label-selected store) plus, by
-/// name, any Secret holding a wanted copy name that the store does not have (a foreign Secret
-/// in the way, or a copy the watch has not shown yet).
+/// name, a Secret a create found holding a wanted copy name (a foreign Secret in the way).
 pub async fn secrets(
     context: &Context,
+    clashes: &NameClashes,
     namespace: &str,
     catalog: &CatalogRef,
     wanted: &BTreeSet<String>,
@@ -216,16 +217,21 @@ pub async fn secrets(
         .filter(|secret| catalog.is_catalog_copy(secret))
         .map(|secret| (secret.name_any(), (*secret).clone()))
         .collect();
+    // A wanted name missing from the cache is free, unless a create found it taken: only those
+    // names are read (see `clashes`).
     let api: Api<Secret> = Api::namespaced(context.client.clone(), namespace);
-    for name in wanted {
-        if found.contains_key(name) {
+    for name in clashes.in_namespace(namespace) {
+        if found.contains_key(&name) || !wanted.contains(&name) {
             continue;
         }
-        match api.get_opt(name).await {
+        match api.get_opt(&name).await {
             Ok(Some(secret)) => {
-                found.insert(name.clone(), secret);
+                if catalog.is_catalog_copy(&secret) {
+                    clashes.forget(namespace, &name);
+                }
+                found.insert(name, secret);
             }
-            Ok(None) => {}
+            Ok(None) => clashes.forget(namespace, &name),
             Err(source) => {
                 return Err(CsvError::read(format!("Secret {namespace}/{name}"), source));
             }

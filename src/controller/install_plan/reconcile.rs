@@ -36,8 +36,8 @@ use crate::controller::wiring::backoff_key_of;
 pub const REASON_UNPACKING: &str = "UnpackingInProgress";
 /// Bundle lookup reason: the catalog's pull secrets have not been read yet.
 pub const REASON_WAITING_FOR_PULL_SECRETS: &str = "WaitingForPullSecrets";
-/// Event: a CSV was created.
-pub const EVENT_CSV_CREATED: &str = "ClusterServiceVersionCreated";
+/// How long the bundle pulls may take before the plan's status says `Installing`.
+const SHOW_PROGRESS_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 /// Event: pulling a bundle failed; it is retried.
 pub const EVENT_BUNDLE_PULL_FAILED: &str = "BundlePullFailed";
 
@@ -112,17 +112,32 @@ pub async fn reconcile(
         installing(current, &all, &now)
     };
 
+    // `Installing` is written only when a pull takes long enough for someone to look: a plan
+    // whose bundles are at hand goes to `Complete` in one status write (issue 12: two writes
+    // per install before).
     let mut status = plan.status.clone();
-    if status.as_ref().map(|s| s.phase.as_str()) != Some(PHASE_INSTALLING) {
-        let next = progress(status.as_ref(), None, None);
-        writer.write_from(status.as_ref(), next.clone()).await?;
-        status = Some(next);
-    }
+    let mut told = status.as_ref().map(|s| s.phase.as_str()) == Some(PHASE_INSTALLING);
 
     // Every bundle with its own catalog's credentials, before anything is created.
     let mut fetched: Vec<Fetched> = Vec::with_capacity(entries.len());
     for (index, entry) in entries.iter().enumerate() {
-        match pull(context, entry).await {
+        let pulling = pull(context, entry);
+        let mut pulling = std::pin::pin!(pulling);
+        let pulled = if told {
+            pulling.await
+        } else {
+            tokio::select! {
+                pulled = &mut pulling => pulled,
+                () = tokio::time::sleep(SHOW_PROGRESS_AFTER) => {
+                    let next = progress(status.as_ref(), None, None);
+                    writer.write_from(status.as_ref(), next.clone()).await?;
+                    status = Some(next);
+                    told = true;
+                    pulling.await
+                }
+            }
+        };
+        match pulled {
             Pulled::Ready(bundle) => fetched.push(*bundle),
             Pulled::Waiting(message) => {
                 let waiting = LookupProgress::pending(REASON_WAITING_FOR_PULL_SECRETS, &message);
@@ -266,18 +281,8 @@ async fn create_csv(
                 catalog = %entry.catalog(),
                 "created ClusterServiceVersion"
             );
-            writer
-                .event(
-                    EventType::Normal,
-                    EVENT_CSV_CREATED,
-                    format!(
-                        "created ClusterServiceVersion {csv_name} from bundle image {} of \
-                         catalog {}",
-                        fetched.pinned,
-                        entry.catalog()
-                    ),
-                )
-                .await;
+            // No Event: the plan's status lists the CSV as `Created`, and the Subscription's
+            // `InstallPlanCreated` event already named it (issue 12: an Event per step).
             Ok(STEP_CREATED)
         }
         // A CSV of that name exists that opcat does not watch (not created by opcat): it is

@@ -50,6 +50,7 @@ mod plan_builder;
 mod problem;
 mod reconcile;
 mod report;
+mod settle;
 mod status;
 mod triggers;
 

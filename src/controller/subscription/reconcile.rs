@@ -17,6 +17,7 @@ use super::install::Install;
 use super::observe::{Observed, observe};
 use super::plan_builder::{PlanInputs, build_install_plan};
 use super::report::{Report, read_report};
+use super::settle::settling;
 use super::status::{StatusInputs, current_csv, desired_status, plan_listing, report_source};
 use crate::api::conditions::find_condition;
 use crate::api::subscription_status::RESOLUTION_FAILED;
@@ -92,6 +93,20 @@ pub async fn reconcile(
     }
     drop(guard);
 
+    if created {
+        // The new plan changes within moments (its reconcile runs now) and its watch event
+        // brings the next reconcile: the status is written then, once, instead of now and
+        // again (issue 12).
+        context
+            .backoffs
+            .succeeded(&backoff_key_of(super::CONTROLLER, subscription.as_ref()));
+        return Ok(Action::requeue(context.settings.wait_requeue));
+    }
+    let moving_to = current_csv(&decision, &plans, subscription.status.as_ref(), &name);
+    let now = k8s_openapi::jiff::Timestamp::now();
+    if let Some(wait) = settling(moving_to.as_deref(), &plans, now) {
+        return Ok(Action::requeue(wait));
+    }
     write_status(&ctx, &subscription, &observed, &decision, &plans).await?;
     context
         .backoffs

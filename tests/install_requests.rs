@@ -1,0 +1,62 @@
+//! The API requests of one install (issue 12): a Subscription to a catalog with a pull secret,
+//! through its InstallPlan and CSV to `Succeeded`, stays within a budget of Events and status
+//! writes, and creates its pull-secret copies without reading first. Counted from the in-memory
+//! API server's per-client counters, not timed.
+// Test code: helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod subscription_support;
+mod support;
+
+use fake_apiserver::{RequestCounts, Verb};
+use subscription_support::Fixture;
+
+/// Requests with `verb` on `resource` (`subresource`, "" for the object itself) between two
+/// snapshots of the manager's counters.
+fn delta(
+    before: &RequestCounts,
+    after: &RequestCounts,
+    verb: Verb,
+    resource: &str,
+    subresource: &str,
+) -> u64 {
+    after.get_subresource(verb, resource, subresource)
+        - before.get_subresource(verb, resource, subresource)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_install_publishes_one_event_and_writes_each_status_once_per_transition() {
+    let fixture = Fixture::start().await;
+    let env = &fixture.env;
+    env.wait_quiet("the catalog loaded").await;
+    let before = env.manager_requests();
+
+    fixture.subscribe("widgets", |_| {}).await;
+    let csv = "widget-operator.v1.2.0";
+    fixture.wait_installed("widgets", csv).await;
+    fixture.wait_csv_phase(csv, "Succeeded").await;
+    env.wait_quiet("the install").await;
+    let after = env.manager_requests();
+    let count = |verb, resource, subresource| delta(&before, &after, verb, resource, subresource);
+
+    let report = format!("the manager's requests for one install:\n{after}");
+    // InstallPlanCreated; no Event per copy, ServiceAccount, CSV or routine step.
+    assert_eq!(count(Verb::Create, "events", ""), 1, "{report}");
+    // The plan completes in one pass: Complete, without an Installing write first.
+    assert_eq!(count(Verb::Patch, "installplans", "status"), 1, "{report}");
+    // Pending and InstallReady ride on the first phase written; Installing waits for the
+    // Deployments for a moment: Succeeded, and at most one Installing before it.
+    assert!(
+        count(Verb::Patch, "clusterserviceversions", "status") <= 2,
+        "{report}"
+    );
+    // No write in the reconcile that created the plan; the plan's completion, the CSV and its
+    // pull-secret report are awaited for a moment and written together (two writes at most,
+    // should the report come late).
+    assert!(
+        count(Verb::Patch, "subscriptions", "status") <= 3,
+        "{report}"
+    );
+    // Copies are created first: no GET of a copy's name to find nothing there.
+    assert_eq!(count(Verb::Get, "secrets", ""), 0, "{report}");
+    assert_eq!(count(Verb::Create, "secrets", ""), 1, "{report}");
+}
