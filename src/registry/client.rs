@@ -2,9 +2,11 @@
 //! loop every operation goes through.
 //!
 //! Credentials are tried the kubelet's way: every credential the keyring matches, in order,
-//! each with a fresh oci-client `Client` (its auth store never replaces an entry, and a fresh
-//! client guarantees one credential never leaks into another attempt); anonymous only when no
-//! credential matches.
+//! each with its own oci-client `Client` (its auth store never replaces an entry, so a client
+//! per credential guarantees one credential never leaks into another attempt); anonymous only
+//! when no credential matches. Those clients are kept, one per credential (see
+//! [`Registry::client_for`]): building one loads the system's root certificates, which cost
+//! more CPU than everything else an install does (scripts/bench-scale.sh, 1,000 installs).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -85,6 +87,32 @@ pub struct Registry {
     certificates: Vec<Certificate>,
     pub(crate) cache: ImageCache,
     inflight: Mutex<HashMap<Digest, Arc<tokio::sync::Mutex<()>>>>,
+    /// One client per credential, by [`credential_key`].
+    clients: Mutex<HashMap<[u8; 32], Client>>,
+}
+
+/// Clients kept (distinct credentials; a rotation adds one). The map is emptied when full.
+const MAX_CLIENTS: usize = 64;
+
+/// What identifies a credential among the kept clients: a digest, so the map holds no
+/// credential in the clear beyond what the clients themselves hold.
+fn credential_key(auth: &RegistryAuth) -> [u8; 32] {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    match auth {
+        RegistryAuth::Anonymous => hasher.update(b"anonymous"),
+        RegistryAuth::Basic(username, password) => {
+            hasher.update(b"basic\0");
+            hasher.update(username.as_bytes());
+            hasher.update(b"\0");
+            hasher.update(password.as_bytes());
+        }
+        RegistryAuth::Bearer(token) => {
+            hasher.update(b"bearer\0");
+            hasher.update(token.as_bytes());
+        }
+    }
+    hasher.finalize().into()
 }
 
 /// A client that authenticated, and which credential it carries.
@@ -150,12 +178,33 @@ impl Registry {
             certificates,
             cache,
             inflight: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
         })
     }
 
     /// The image cache.
     pub fn cache(&self) -> &ImageCache {
         &self.cache
+    }
+
+    /// The client of the credential `auth`: the same one for every call with that credential
+    /// (its tokens are that credential's; [`Client::auth`] still asks the registry at every
+    /// attempt), a new one for another credential. A clone shares the original's auth store,
+    /// tokens and connection pool.
+    fn client_for(&self, auth: &RegistryAuth) -> Result<Client, RegistryError> {
+        let key = credential_key(auth);
+        if let Some(client) = self.clients.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(client);
+        }
+        let client = self.new_client()?;
+        if let Ok(mut clients) = self.clients.lock() {
+            if clients.len() >= MAX_CLIENTS {
+                clients.clear();
+            }
+            // A concurrent first call may have stored one already: keep that one.
+            return Ok(clients.entry(key).or_insert(client).clone());
+        }
+        Ok(client)
     }
 
     /// A fresh oci-client client (no stored auth, no tokens).
@@ -213,7 +262,7 @@ impl Registry {
         };
         let mut failures: Vec<(PullAuth, Failure)> = Vec::new();
         for (who, auth) in attempts {
-            let client = self.new_client()?;
+            let client = self.client_for(&auth)?;
             let attempt = async {
                 // Authenticate first so a token server's refusal is reported as such
                 // (oci-client would otherwise fall back to anonymous requests silently).

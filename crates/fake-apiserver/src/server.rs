@@ -393,6 +393,26 @@ impl FakeApiServer {
             .collect()
     }
 
+    /// Reads a stored object in place, as stored (no `apiVersion`/`kind`), by group and plural
+    /// (not counted): `read` sees it under the server's lock, so a caller that only needs a few
+    /// fields copies nothing. The scale benchmark polls every namespace this way; copying whole
+    /// objects under the lock (`raw`) slowed the server it measured as N grew.
+    pub fn inspect<R>(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+        read: impl FnOnce(&Value) -> R,
+    ) -> Option<R> {
+        let key = ResourceKey {
+            group: group.to_string(),
+            plural: plural.to_string(),
+        };
+        let cluster = self.shared.cluster();
+        cluster.store.get(&key, namespace, name).map(|o| read(o))
+    }
+
     /// Reads a stored object as JSON by group, version and plural (not counted).
     pub fn raw(
         &self,

@@ -3,7 +3,7 @@
 
 use kube::runtime::reflector::ObjectRef;
 
-use super::fetch::{Credentials, FetchError, Fetched, credentials, fetch};
+use super::fetch::{Credentials, FetchError, Fetched, LoadedBundles, credentials, fetch};
 use crate::api::CatalogSource;
 use crate::bundle::validate_for_install;
 use crate::controller::context::Context;
@@ -31,7 +31,7 @@ pub enum Pulled {
 }
 
 /// Pulls the bundle of `entry` with the credentials of the CatalogSource it comes from.
-pub async fn pull(context: &Context, entry: &PlanEntry) -> Pulled {
+pub async fn pull(context: &Context, loaded: &LoadedBundles, entry: &PlanEntry) -> Pulled {
     let catalog = context.stores.catalog_sources.get(
         &ObjectRef::<CatalogSource>::new(&entry.catalog_name).within(&entry.catalog_namespace),
     );
@@ -45,7 +45,16 @@ pub async fn pull(context: &Context, entry: &PlanEntry) -> Pulled {
         }
     };
     let package = Some(entry.package.as_str()).filter(|package| !package.is_empty());
-    let fetched = match fetch(context, &entry.name, &entry.image, package, &keyring).await {
+    let fetched = match fetch(
+        context,
+        loaded,
+        &entry.name,
+        &entry.image,
+        package,
+        &keyring,
+    )
+    .await
+    {
         Ok(fetched) => fetched,
         Err(FetchError::Pull(source)) if source.is_transient() => return Pulled::Retry(source),
         Err(error) => {

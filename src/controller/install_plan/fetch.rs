@@ -2,7 +2,9 @@
 //! registry pull (digest-verified, cached by digest) and the bundle load (file reads on a
 //! blocking thread). Talks to the registry, never to the Kubernetes API.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use kube::ResourceExt;
 
@@ -56,7 +58,7 @@ pub fn credentials(context: &Context, catalog: Option<&CatalogSource>) -> Creden
 
 /// A bundle pulled and read.
 pub struct Fetched {
-    pub bundle: Bundle,
+    pub bundle: Arc<Bundle>,
     /// The bundle image pinned to the digest it resolved to.
     pub pinned: String,
 }
@@ -132,9 +134,38 @@ impl FetchError {
     }
 }
 
+/// Parsed bundles kept in memory.
+const MAX_LOADED: usize = 64;
+
+/// Bundles read from the image cache, by image digest and layout: every plan that installs the
+/// same bundle image (one per namespace) shares one parsed bundle instead of reading and parsing
+/// its files again (the YAML parse was a tenth of the controller's CPU at 1,000 installs,
+/// scripts/bench-scale.sh). The pull itself still happens per plan, with that plan's
+/// credentials.
+#[derive(Default)]
+pub struct LoadedBundles {
+    bundles: Mutex<HashMap<(String, String, String), Arc<Bundle>>>,
+}
+
+impl LoadedBundles {
+    fn get(&self, key: &(String, String, String)) -> Option<Arc<Bundle>> {
+        self.bundles.lock().ok()?.get(key).cloned()
+    }
+
+    fn insert(&self, key: (String, String, String), bundle: Arc<Bundle>) {
+        if let Ok(mut bundles) = self.bundles.lock() {
+            if bundles.len() >= MAX_LOADED {
+                bundles.clear();
+            }
+            bundles.insert(key, bundle);
+        }
+    }
+}
+
 /// Pulls `image` with `keyring` and reads it as a registry+v1 bundle of `package` (when given).
 pub async fn fetch(
     context: &Context,
+    loaded: &LoadedBundles,
     bundle_name: &str,
     image: &str,
     package: Option<&str>,
@@ -157,7 +188,12 @@ pub async fn fetch(
             image: image.to_owned(),
             problem,
         })?;
+    let key = (unpacked.digest.to_string(), manifests, metadata);
+    if let Some(bundle) = loaded.get(&key) {
+        return Ok(Fetched { bundle, pinned });
+    }
     let root = unpacked.root.clone();
+    let (manifests, metadata) = (key.1.clone(), key.2.clone());
     let bundle =
         tokio::task::spawn_blocking(move || Bundle::load_layout(&root, &manifests, &metadata))
             .await
@@ -165,6 +201,8 @@ pub async fn fetch(
                 image: image.to_owned(),
                 source,
             })??;
+    let bundle = Arc::new(bundle);
+    loaded.insert(key, bundle.clone());
     Ok(Fetched { bundle, pinned })
 }
 

@@ -57,6 +57,8 @@ const CONTROLLER: &str = crate::metrics::controllers::INSTALL_PLAN;
 pub struct InstallPlanContext {
     pub context: Arc<Context>,
     own_writes: OwnWrites,
+    /// Parsed bundles shared by the plans that install them.
+    loaded: fetch::LoadedBundles,
 }
 
 /// Builds the controller; the future runs until `shutdown`.
@@ -83,6 +85,7 @@ pub fn controller(
     let state = Arc::new(InstallPlanContext {
         context: context.clone(),
         own_writes: OwnWrites::default(),
+        loaded: fetch::LoadedBundles::default(),
     });
     wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
         .for_each(|_| std::future::ready(()))

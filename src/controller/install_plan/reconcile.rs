@@ -121,7 +121,7 @@ pub async fn reconcile(
     // Every bundle with its own catalog's credentials, before anything is created.
     let mut fetched: Vec<Fetched> = Vec::with_capacity(entries.len());
     for (index, entry) in entries.iter().enumerate() {
-        let pulling = pull(context, entry);
+        let pulling = pull(context, &ctx.loaded, entry);
         let mut pulling = std::pin::pin!(pulling);
         let pulled = if told {
             pulling.await
@@ -185,17 +185,18 @@ pub async fn reconcile(
         .zip(&fetched)
         .map(|(entry, bundle)| csv_of(&plan, entry, bundle))
         .collect();
+    // By the namespace index: filtering `state()` copied every CSV of the cluster per plan.
     let installed: BTreeMap<String, Arc<ClusterServiceVersion>> = context
         .stores
+        .namespaced
         .csvs
-        .state()
+        .in_namespace(&writer.namespace)
         .into_iter()
-        .filter(|csv| csv.namespace().as_deref() == Some(writer.namespace.as_str()))
         .map(|csv| (csv.name_any(), csv))
         .collect();
     let checked: Vec<(&Bundle, &ClusterServiceVersion)> = fetched
         .iter()
-        .map(|bundle| &bundle.bundle)
+        .map(|bundle| bundle.bundle.as_ref())
         .zip(&csvs)
         .collect();
     if let Some(message) = unmet(&writer.namespace, &checked, &installed) {

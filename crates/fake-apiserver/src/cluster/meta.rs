@@ -141,32 +141,38 @@ pub(crate) fn normalize(
 
 /// True when something other than metadata (and status, with a status subresource) changed.
 pub(crate) fn spec_changed(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Value::Object(m) = &mut v {
-            m.remove("metadata");
-            m.remove("apiVersion");
-            m.remove("kind");
-            if info.has_status {
-                m.remove("status");
-            }
-        }
-        v
+    let skip: &[&str] = if info.has_status {
+        &["metadata", "apiVersion", "kind", "status"]
+    } else {
+        &["metadata", "apiVersion", "kind"]
     };
-    strip(old) != strip(new)
+    !eq_except(old, new, skip)
+}
+
+/// Whether `a` and `b` are equal but for the top-level fields `skip`, compared in place: these
+/// checks run on every write, and copying both objects to compare them was most of what a
+/// write cost the server at 1,000 namespaces (scripts/bench-scale.sh).
+fn eq_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let kept = |(key, _): &(&String, &Value)| !skip.contains(&key.as_str());
+            a.iter().filter(kept).count() == b.iter().filter(kept).count()
+                && a.iter()
+                    .filter(kept)
+                    .all(|(key, value)| b.get(key) == Some(value))
+        }
+        _ => a == b,
+    }
 }
 
 /// True when `new` would store exactly `old` (timestamps in managedFields aside).
 pub(crate) fn is_noop(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("managedFields");
-            m.remove("resourceVersion");
-        }
-        v
-    };
-    if strip(old) != strip(new) {
+    let same_metadata = eq_except(
+        old.get("metadata").unwrap_or(&Value::Null),
+        new.get("metadata").unwrap_or(&Value::Null),
+        &["managedFields", "resourceVersion"],
+    );
+    if !same_metadata || !eq_except(old, new, &["metadata"]) {
         return false;
     }
     match (ManagedFields::decode(old), ManagedFields::decode(new)) {
@@ -191,11 +197,24 @@ pub(crate) fn write_managed_fields(obj: &mut Value, managed: &ManagedFields) {
 
 /// The object without `managedFields` (what ownership is computed on).
 pub(crate) fn without_managed_fields(obj: &Value) -> Value {
-    let mut v = obj.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
-    }
-    v
+    // Copies everything but `managedFields` (often the largest part) rather than copying it too
+    // and dropping it.
+    let Value::Object(fields) = obj else {
+        return obj.clone();
+    };
+    let copy = fields.iter().map(|(key, value)| {
+        let value = match value {
+            Value::Object(meta) if key == "metadata" => Value::Object(
+                meta.iter()
+                    .filter(|(key, _)| *key != "managedFields")
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
+        (key.clone(), value)
+    });
+    Value::Object(copy.collect())
 }
 
 /// New finalizers on an object being deleted (422 like `ValidateObjectMetaUpdate`).
@@ -237,4 +256,51 @@ pub(crate) fn check_no_new_finalizers(
 /// An empty object of the target's type, as the "live" side of a create.
 pub(crate) fn empty_object() -> Value {
     json!({})
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn compares_in_place_what_the_copies_compared() {
+        let old = json!({
+            "kind": "Secret",
+            "metadata": {"name": "a", "resourceVersion": "1", "managedFields": [{"manager": "x"}]},
+            "data": {"k": "dg=="},
+        });
+        let mut relabelled = old.clone();
+        relabelled["metadata"]["labels"] = json!({"l": "v"});
+        let mut rewritten = old.clone();
+        rewritten["data"]["k"] = json!("dw==");
+        let mut extra = old.clone();
+        extra["type"] = json!("Opaque");
+        let mut bumped = old.clone();
+        bumped["metadata"]["resourceVersion"] = json!("2");
+
+        assert!(eq_except(&old, &relabelled, &["metadata"]));
+        assert!(!eq_except(&old, &rewritten, &["metadata"]));
+        assert!(!eq_except(&old, &extra, &["metadata"]));
+        assert!(!eq_except(&extra, &old, &["metadata"]));
+        assert!(is_noop(&old, &bumped));
+        assert!(!is_noop(&old, &relabelled));
+        assert!(!is_noop(&old, &rewritten));
+    }
+
+    #[test]
+    fn without_managed_fields_keeps_everything_else() {
+        let object = json!({
+            "kind": "Secret",
+            "metadata": {"name": "a", "labels": {"l": "v"}, "managedFields": [{"manager": "x"}]},
+            "data": {"k": "dg=="},
+        });
+        let mut expected = object.clone();
+        expected["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(without_managed_fields(&object), expected);
+    }
 }
