@@ -11,3 +11,10 @@ pub fn elapsed(earlier: Timestamp, later: Timestamp) -> Duration {
         .try_into()
         .unwrap_or(Duration::ZERO)
 }
+
+/// What is left of `window` counted from `start` at `now`; `None` once it is over.
+pub fn left_of(window: Duration, start: Timestamp, now: Timestamp) -> Option<Duration> {
+    window
+        .checked_sub(elapsed(start, now))
+        .filter(|left| !left.is_zero())
+}

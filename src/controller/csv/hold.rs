@@ -13,7 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::status::PhaseUpdate;
 use crate::api::{ClusterServiceVersionPhase as Phase, csv_reasons};
-use crate::timing::elapsed;
+use crate::timing::left_of;
 
 /// How long after its creation a CSV's first `Installing` may wait for the Deployments.
 pub const HOLD_INSTALLING: Duration = Duration::from_secs(2);
@@ -32,10 +32,7 @@ pub fn held_back(
     if !first_installing {
         return None;
     }
-    let age = elapsed(created?, now);
-    HOLD_INSTALLING
-        .checked_sub(age)
-        .filter(|left| !left.is_zero())
+    left_of(HOLD_INSTALLING, created?, now)
 }
 
 #[cfg(test)]

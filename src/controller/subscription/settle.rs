@@ -14,7 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::status::plan_for;
 use crate::api::InstallPlan;
-use crate::timing::elapsed;
+use crate::timing::left_of;
 
 /// How long after its creation a plan's first status is awaited.
 pub const SETTLE: Duration = Duration::from_secs(2);
@@ -30,8 +30,7 @@ pub fn settling(
     if plan.status.is_some() {
         return None;
     }
-    let age = elapsed(plan.metadata.creation_timestamp.as_ref()?.0, now);
-    SETTLE.checked_sub(age).filter(|left| !left.is_zero())
+    left_of(SETTLE, plan.metadata.creation_timestamp.as_ref()?.0, now)
 }
 
 #[cfg(test)]
