@@ -24,9 +24,7 @@ use super::error::CsvError;
 use super::events::reference;
 use super::observe::ObjectKey;
 use crate::api::ClusterServiceVersion;
-use crate::bundle::ownership::{
-    CsvOwner, MANAGED_BY_LABEL, MANAGED_BY_VALUE, ownership_annotations, ownership_labels,
-};
+use crate::bundle::ownership::{CsvOwner, ownership_annotations, ownership_labels};
 use crate::bundle::render::ServingCertificate;
 use crate::bundle::serving::{ServedDeployment, served_deployments};
 use crate::certificates::{
@@ -174,9 +172,9 @@ pub(super) async fn write(
 
 /// Whether `secret` is a certificate Secret opcat made.
 fn is_certificate_secret(secret: &Secret) -> bool {
-    let labels = secret.labels();
-    labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE)
-        && labels.get(CERTIFICATE_LABEL).map(String::as_str) == Some(CERTIFICATE_LABEL_VALUE)
+    super::objects::is_opcat(secret)
+        && secret.labels().get(CERTIFICATE_LABEL).map(String::as_str)
+            == Some(CERTIFICATE_LABEL_VALUE)
 }
 
 /// The Secret holding `material` for `served`: type `kubernetes.io/tls`, opcat's ownership

@@ -51,7 +51,7 @@ pub fn with_applied_hash(object: &DynamicObject) -> DynamicObject {
 }
 
 /// Whether `object` is opcat's (labelled `app.kubernetes.io/managed-by=opcat`).
-fn is_opcat(object: &DynamicObject) -> bool {
+pub(super) fn is_opcat(object: &impl ResourceExt) -> bool {
     object.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE)
 }
 
