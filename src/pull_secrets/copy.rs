@@ -323,6 +323,12 @@ pub fn plan_copy(existing: Option<&Secret>, desired: &Secret) -> CopyAction {
     }
 }
 
+/// Whether `existing`, found under `desired`'s name, is opcat's copy of the same source: the
+/// ownership test [`plan_copy`] applies before it writes a copy (DESIGN invariant 3).
+pub fn is_ours_to_write(existing: &Secret, desired: &Secret) -> bool {
+    ownership_conflict(existing, desired).is_none()
+}
+
 /// `None` if `existing` is ours to write for `desired`'s source.
 fn ownership_conflict(existing: &Secret, desired: &Secret) -> Option<CopyConflict> {
     let conflict = |reason| CopyConflict {

@@ -16,9 +16,10 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::{Client, ResourceExt};
 
 use super::Csvs;
-use super::clashes::{NameClashes, same_catalog_copy};
+use super::clashes::NameClashes;
 use crate::api::FIELD_MANAGER;
 use crate::controller::apply::{ApplyError, is_not_found};
+use crate::pull_secrets::copy::is_ours_to_write;
 use crate::pull_secrets::{CopyAction, CopyDeletion, CopyWrite};
 
 const KIND: &str = "Secret";
@@ -112,7 +113,7 @@ fn is_already_exists(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409 && status.reason == "AlreadyExists")
 }
 
-/// A create of `desired` found its name taken (`refused`): opcat's own copy of the same catalog
+/// A create of `desired` found its name taken (`refused`): opcat's own copy of the same source
 /// is taken as written; anything else is a foreign Secret, whose name is remembered so that the
 /// next reconcile reads it and reports the conflict (DESIGN invariant 3), and the 409 stands.
 async fn taken(
@@ -123,7 +124,7 @@ async fn taken(
 ) -> Result<Secret, kube::Error> {
     let name = desired.name_any();
     match api.get_opt(&name).await? {
-        Some(existing) if same_catalog_copy(desired, &existing) => Ok(existing),
+        Some(existing) if is_ours_to_write(&existing, desired) => Ok(existing),
         Some(existing) => {
             let namespace = existing.namespace().unwrap_or_default();
             tracing::info!(%namespace, copy = %name, "a foreign Secret holds the copy's name");

@@ -7,10 +7,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use super::{MARKER, NAMESPACE, catalog, dockerconfig, source};
 use crate::pull_secrets::copy::{
     ConflictReason, CopyAction, CopyChanges, CopyError, DOCKERCFG_KEY, DOCKERCFG_TYPE,
-    desired_copy, plan_copy, validate_source,
+    desired_copy, is_ours_to_write, plan_copy, validate_source,
 };
 use crate::pull_secrets::names::{
-    CATALOG_NAME_LABEL, MANAGED_LABEL, SOURCE_NAME_LABEL, SOURCE_NAMESPACE_LABEL,
+    CATALOG_NAME_LABEL, MANAGED_LABEL, MANAGED_VALUE, SOURCE_NAME_LABEL, SOURCE_NAMESPACE_LABEL,
     SOURCE_UID_ANNOTATION,
 };
 use crate::pull_secrets::owners::CsvOwner;
@@ -332,4 +332,53 @@ fn managed_copy_of_another_source_is_a_conflict() {
         conflict.to_string().contains("olm/someone-else"),
         "{conflict}"
     );
+}
+
+/// A Secret named like a copy, with only `labels`.
+fn labelled(labels: &[(&str, &str)]) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some("copy".into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    }
+}
+
+#[test]
+fn only_opcats_copy_of_the_same_catalog_is_ours_to_write() {
+    let ours = [
+        (MANAGED_LABEL, MANAGED_VALUE),
+        (SOURCE_NAMESPACE_LABEL, "olm"),
+        (CATALOG_NAME_LABEL, "examples"),
+    ];
+    let desired = labelled(&ours);
+    assert!(is_ours_to_write(&labelled(&ours), &desired));
+    assert!(!is_ours_to_write(&labelled(&[]), &desired), "foreign");
+    assert!(
+        !is_ours_to_write(&labelled(&ours[1..]), &desired),
+        "without opcat's label"
+    );
+    let other_catalog = [
+        (MANAGED_LABEL, MANAGED_VALUE),
+        (SOURCE_NAMESPACE_LABEL, "olm"),
+        (CATALOG_NAME_LABEL, "other"),
+    ];
+    assert!(!is_ours_to_write(&labelled(&other_catalog), &desired));
+    // A copy of another source of the same catalog under this name (a hash clash) is not ours.
+    let mut named = ours.to_vec();
+    named.push((SOURCE_NAME_LABEL, "quay-pull"));
+    let mut other_source = ours.to_vec();
+    other_source.push((SOURCE_NAME_LABEL, "mirror-pull"));
+    assert!(is_ours_to_write(&labelled(&named), &labelled(&named)));
+    assert!(!is_ours_to_write(
+        &labelled(&other_source),
+        &labelled(&named)
+    ));
 }
