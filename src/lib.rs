@@ -9,6 +9,7 @@ pub mod admin;
 pub mod api;
 pub mod bundle;
 pub mod certificates;
+pub mod clearing_cache;
 pub mod cli;
 pub mod controller;
 pub mod dependency;

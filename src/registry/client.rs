@@ -25,6 +25,7 @@ use super::error::{Failure, Operation, RegistryError, Tried, classify};
 use super::keyring::Keyring;
 use super::reference::{ImageRef, is_host_port};
 use super::unpack::UnpackLimits;
+use crate::clearing_cache::ClearingCache;
 
 /// Which registries to trust and how.
 #[derive(Debug, Clone, Default)]
@@ -88,10 +89,10 @@ pub struct Registry {
     pub(crate) cache: ImageCache,
     inflight: Mutex<HashMap<Digest, Arc<tokio::sync::Mutex<()>>>>,
     /// One client per credential, by [`credential_key`].
-    clients: Mutex<HashMap<[u8; 32], Client>>,
+    clients: ClearingCache<[u8; 32], Client>,
 }
 
-/// Clients kept (distinct credentials; a rotation adds one). The map is emptied when full.
+/// Clients kept (distinct credentials; a rotation adds one). The cache is emptied when full.
 const MAX_CLIENTS: usize = 64;
 
 /// What identifies a credential among the kept clients: a digest, so the map holds no
@@ -178,7 +179,7 @@ impl Registry {
             certificates,
             cache,
             inflight: Mutex::new(HashMap::new()),
-            clients: Mutex::new(HashMap::new()),
+            clients: ClearingCache::new(MAX_CLIENTS),
         })
     }
 
@@ -193,18 +194,11 @@ impl Registry {
     /// tokens and connection pool.
     fn client_for(&self, auth: &RegistryAuth) -> Result<Client, RegistryError> {
         let key = credential_key(auth);
-        if let Some(client) = self.clients.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        if let Some(client) = self.clients.get(&key) {
             return Ok(client);
         }
-        let client = self.new_client()?;
-        if let Ok(mut clients) = self.clients.lock() {
-            if clients.len() >= MAX_CLIENTS {
-                clients.clear();
-            }
-            // A concurrent first call may have stored one already: keep that one.
-            return Ok(clients.entry(key).or_insert(client).clone());
-        }
-        Ok(client)
+        // A concurrent first call may have stored one already: that one is kept.
+        Ok(self.clients.insert_or_keep(key, self.new_client()?))
     }
 
     /// A fresh oci-client client (no stored auth, no tokens).

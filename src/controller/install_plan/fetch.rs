@@ -2,9 +2,8 @@
 //! registry pull (digest-verified, cached by digest) and the bundle load (file reads on a
 //! blocking thread). Talks to the registry, never to the Kubernetes API.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use kube::ResourceExt;
 
@@ -12,6 +11,7 @@ use crate::api::CatalogSource;
 use crate::bundle::Bundle;
 use crate::bundle::annotations::{MANIFESTS, MEDIATYPE, METADATA, PACKAGE};
 use crate::bundle::load::{LoadError, MANIFESTS_DIR, METADATA_DIR};
+use crate::clearing_cache::ClearingCache;
 use crate::controller::context::Context;
 use crate::controller::source_secrets::SourceState;
 use crate::registry::{
@@ -142,22 +142,14 @@ const MAX_LOADED: usize = 64;
 /// its files again (the YAML parse was a tenth of the controller's CPU at 1,000 installs,
 /// scripts/bench-scale.sh). The pull itself still happens per plan, with that plan's
 /// credentials.
-#[derive(Default)]
 pub struct LoadedBundles {
-    bundles: Mutex<HashMap<(String, String, String), Arc<Bundle>>>,
+    bundles: ClearingCache<(String, String, String), Arc<Bundle>>,
 }
 
-impl LoadedBundles {
-    fn get(&self, key: &(String, String, String)) -> Option<Arc<Bundle>> {
-        self.bundles.lock().ok()?.get(key).cloned()
-    }
-
-    fn insert(&self, key: (String, String, String), bundle: Arc<Bundle>) {
-        if let Ok(mut bundles) = self.bundles.lock() {
-            if bundles.len() >= MAX_LOADED {
-                bundles.clear();
-            }
-            bundles.insert(key, bundle);
+impl Default for LoadedBundles {
+    fn default() -> Self {
+        Self {
+            bundles: ClearingCache::new(MAX_LOADED),
         }
     }
 }
@@ -189,7 +181,7 @@ pub async fn fetch(
             problem,
         })?;
     let key = (unpacked.digest.to_string(), manifests, metadata);
-    if let Some(bundle) = loaded.get(&key) {
+    if let Some(bundle) = loaded.bundles.get(&key) {
         return Ok(Fetched { bundle, pinned });
     }
     let root = unpacked.root.clone();
@@ -201,8 +193,7 @@ pub async fn fetch(
                 image: image.to_owned(),
                 source,
             })??;
-    let bundle = Arc::new(bundle);
-    loaded.insert(key, bundle.clone());
+    let bundle = loaded.bundles.insert_or_keep(key, Arc::new(bundle));
     Ok(Fetched { bundle, pinned })
 }
 
