@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod catalog_source;
 pub mod catalogs;
 pub mod clock;
+pub mod compact_meta;
 pub mod context;
 pub mod csv;
 pub mod drift;

@@ -11,7 +11,7 @@
 //! watched metadata still shows that version, the content is unchanged and the drift check is
 //! done without a request; otherwise the reconciler GETs the object (one request) and checks it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
@@ -21,13 +21,19 @@ use kube::api::{Api, DynamicObject, PartialObjectMeta};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
+use super::compact_meta::CompactMeta;
 use super::resources::{self, ResolvedResource};
 use super::stores::{Driver, Scope, created_by_opcat};
 use crate::bundle::ownership::{CSV_LABEL, CSV_NAMESPACE_LABEL, csv_label_value};
+use crate::interned::Strings;
 use crate::pull_secrets::names::label_value;
 
-/// `(namespace or "", name)` of an object of one kind.
-type Key = (String, String);
+/// `(namespace or "", name)` of an object of one kind; the namespace is shared
+/// ([`crate::interned`]).
+type Key = (Arc<str>, Box<str>);
+
+/// `(CSV namespace label, CSV label)` of an object, shared.
+type CsvIndex = (Arc<str>, Arc<str>);
 
 /// The version of an object opcat last saw whole and in line with what it renders.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,52 +47,66 @@ pub enum Verified {
 impl Verified {
     /// The version of `meta` to remember.
     pub fn of(meta: &ObjectMeta) -> Option<Self> {
-        match (meta.generation, &meta.resource_version) {
+        Self::from_parts(meta.generation, meta.resource_version.as_deref())
+    }
+
+    fn of_compact(meta: &CompactMeta) -> Option<Self> {
+        Self::from_parts(meta.generation(), meta.resource_version())
+    }
+
+    fn from_parts(generation: Option<i64>, resource_version: Option<&str>) -> Option<Self> {
+        match (generation, resource_version) {
             (Some(generation), _) => Some(Self::Generation(generation)),
-            (None, Some(version)) => Some(Self::ResourceVersion(version.clone())),
+            (None, Some(version)) => Some(Self::ResourceVersion(version.to_owned())),
             (None, None) => None,
         }
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Entry {
-    meta: Arc<ObjectMeta>,
+    meta: CompactMeta,
     verified: Option<Verified>,
+}
+
+impl Entry {
+    fn is_verified(&self) -> bool {
+        self.verified.is_some() && self.verified == Verified::of_compact(&self.meta)
+    }
 }
 
 /// One kind's objects.
 #[derive(Default)]
 struct KindState {
-    objects: HashMap<Key, Entry>,
-    /// `(CSV namespace label, CSV label)` → keys.
-    by_csv: HashMap<(String, String), BTreeSet<Key>>,
+    /// Boxed: a map slot holds a pointer, not the whole entry.
+    objects: HashMap<Key, Box<Entry>>,
+    /// CSV → keys (a handful per CSV and kind).
+    by_csv: HashMap<CsvIndex, Vec<Key>>,
     /// Objects of a relist in progress (between `Init` and `InitDone`).
-    relist: Option<Vec<ObjectMeta>>,
+    relist: Option<Vec<(Key, CompactMeta)>>,
 }
 
-fn key_of(meta: &ObjectMeta) -> Key {
+fn key_of(meta: &ObjectMeta, strings: &Strings) -> Key {
     (
-        meta.namespace.clone().unwrap_or_default(),
-        meta.name.clone().unwrap_or_default(),
+        strings.get(meta.namespace.as_deref().unwrap_or_default()),
+        meta.name.as_deref().unwrap_or_default().into(),
     )
 }
 
-fn csv_of(meta: &ObjectMeta) -> Option<(String, String)> {
-    let labels = meta.labels.as_ref()?;
+fn csv_of(meta: &CompactMeta) -> Option<CsvIndex> {
     Some((
-        labels.get(CSV_NAMESPACE_LABEL)?.clone(),
-        labels.get(CSV_LABEL)?.clone(),
+        meta.label(CSV_NAMESPACE_LABEL)?.clone(),
+        meta.label(CSV_LABEL)?.clone(),
     ))
 }
 
 impl KindState {
-    fn remove(&mut self, key: &Key) -> Option<Entry> {
+    fn remove(&mut self, key: &Key) -> Option<Box<Entry>> {
         let entry = self.objects.remove(key)?;
         if let Some(csv) = csv_of(&entry.meta)
             && let Some(keys) = self.by_csv.get_mut(&csv)
         {
-            keys.remove(key);
+            keys.retain(|held| held != key);
             if keys.is_empty() {
                 self.by_csv.remove(&csv);
             }
@@ -94,39 +114,39 @@ impl KindState {
         Some(entry)
     }
 
-    fn apply(&mut self, mut meta: ObjectMeta) {
-        meta.managed_fields = None;
-        let key = key_of(&meta);
+    fn apply(&mut self, key: Key, meta: CompactMeta) {
         // What was verified stays verified as long as the object is the same one.
         let verified = self
             .remove(&key)
-            .filter(|old| old.meta.uid == meta.uid)
+            .filter(|old| old.meta.uid() == meta.uid())
             .and_then(|old| old.verified);
         if let Some(csv) = csv_of(&meta) {
-            self.by_csv.entry(csv).or_default().insert(key.clone());
+            self.by_csv.entry(csv).or_default().push(key.clone());
         }
-        self.objects.insert(
-            key,
-            Entry {
-                meta: Arc::new(meta),
-                verified,
-            },
-        );
+        self.objects.insert(key, Box::new(Entry { meta, verified }));
     }
 
-    fn replace_all(&mut self, objects: Vec<ObjectMeta>) {
+    fn replace_all(&mut self, objects: Vec<(Key, CompactMeta)>) {
         let mut old = std::mem::take(&mut self.objects);
         self.by_csv.clear();
-        for meta in objects {
-            let key = key_of(&meta);
+        for (key, meta) in objects {
             let previous = old.remove(&key);
-            self.apply(meta);
+            self.apply(key.clone(), meta);
             if let (Some(previous), Some(entry)) = (previous, self.objects.get_mut(&key))
-                && previous.meta.uid == entry.meta.uid
+                && previous.meta.uid() == entry.meta.uid()
             {
                 entry.verified = previous.verified;
             }
         }
+    }
+
+    fn owned_object(&self, key: &Key, resource: &ResolvedResource) -> Option<OwnedObject> {
+        let entry = self.objects.get(key)?;
+        Some(OwnedObject {
+            resource: resource.clone(),
+            meta: entry.meta.to_meta(&key.0, &key.1),
+            verified: entry.is_verified(),
+        })
     }
 }
 
@@ -143,21 +163,18 @@ struct KindCache {
 #[derive(Clone)]
 pub struct OwnedObjects {
     kinds: Arc<Vec<KindCache>>,
+    /// Label and annotation strings and namespaces, shared by every kind's entries.
+    strings: Arc<Strings>,
 }
 
-/// An object of a CSV, as the metadata watch shows it.
+/// An object of a CSV, as the metadata watch shows it (the metadata opcat reads: see
+/// [`CompactMeta`]).
 #[derive(Clone, Debug)]
 pub struct OwnedObject {
     pub resource: ResolvedResource,
-    pub meta: Arc<ObjectMeta>,
-    pub verified: Option<Verified>,
-}
-
-impl OwnedObject {
+    pub meta: ObjectMeta,
     /// Whether the content is the one opcat last saw whole and in line (see [`Verified`]).
-    pub fn is_verified(&self) -> bool {
-        self.verified.is_some() && self.verified == Verified::of(&self.meta)
-    }
+    pub verified: bool,
 }
 
 impl Default for OwnedObjects {
@@ -179,6 +196,7 @@ impl OwnedObjects {
             .collect();
         Self {
             kinds: Arc::new(kinds),
+            strings: Arc::default(),
         }
     }
 
@@ -209,20 +227,14 @@ impl OwnedObjects {
 
     /// The objects labelled for CSV `csv` of `namespace`, of every cached kind.
     pub fn of_csv(&self, csv: &str, namespace: &str) -> Vec<OwnedObject> {
-        let index = (label_value(namespace), csv_label_value(csv));
+        let index: CsvIndex = (label_value(namespace).into(), csv_label_value(csv).into());
         let mut found = Vec::new();
         for cache in self.kinds.iter() {
             let Ok(state) = cache.state.read() else {
                 continue;
             };
             for key in state.by_csv.get(&index).into_iter().flatten() {
-                if let Some(entry) = state.objects.get(key) {
-                    found.push(OwnedObject {
-                        resource: cache.resource.clone(),
-                        meta: entry.meta.clone(),
-                        verified: entry.verified.clone(),
-                    });
-                }
+                found.extend(state.owned_object(key, &cache.resource));
             }
         }
         found
@@ -238,14 +250,8 @@ impl OwnedObjects {
     ) -> Option<OwnedObject> {
         let cache = self.kind(api_version, kind)?;
         let state = cache.state.read().ok()?;
-        let entry = state
-            .objects
-            .get(&(namespace.unwrap_or_default().to_owned(), name.to_owned()))?;
-        Some(OwnedObject {
-            resource: cache.resource.clone(),
-            meta: entry.meta.clone(),
-            verified: entry.verified.clone(),
-        })
+        let key: Key = (namespace.unwrap_or_default().into(), name.into());
+        state.owned_object(&key, &cache.resource)
     }
 
     /// Records that the object `written` (as the server returned it after a write, or as read)
@@ -263,16 +269,19 @@ impl OwnedObjects {
         let Ok(mut state) = cache.state.write() else {
             return;
         };
-        let key = key_of(&written.metadata);
+        let key = key_of(&written.metadata, &self.strings);
         match state.objects.get_mut(&key) {
-            Some(entry) if entry.meta.uid == written.metadata.uid => {
+            Some(entry) if entry.meta.uid() == written.metadata.uid.as_deref() => {
                 entry.verified = Some(version);
             }
             // Not seen by the watch yet: store it as written, the watch event will follow.
-            None if csv_of(&written.metadata).is_some() => {
-                state.apply(written.metadata.clone());
-                if let Some(entry) = state.objects.get_mut(&key) {
-                    entry.verified = Some(version);
+            None => {
+                let meta = CompactMeta::new(written.metadata.clone(), &self.strings);
+                if csv_of(&meta).is_some() {
+                    state.apply(key.clone(), meta);
+                    if let Some(entry) = state.objects.get_mut(&key) {
+                        entry.verified = Some(version);
+                    }
                 }
             }
             _ => {}
@@ -284,11 +293,12 @@ impl OwnedObjects {
         (0..self.kinds.len())
             .map(|index| {
                 let kinds = self.kinds.clone();
+                let strings = self.strings.clone();
                 let client = client.clone();
                 let scope = scope.clone();
                 let driver: Driver = Box::pin(async move {
                     let cache = &kinds[index];
-                    drive_kind(cache, client, &scope).await;
+                    drive_kind(cache, &strings, client, &scope).await;
                 });
                 driver
             })
@@ -296,7 +306,7 @@ impl OwnedObjects {
     }
 }
 
-async fn drive_kind(cache: &KindCache, client: Client, scope: &Scope) {
+async fn drive_kind(cache: &KindCache, strings: &Strings, client: Client, scope: &Scope) {
     let resource = &cache.resource;
     // `Api<PartialObjectMeta<_>>` makes metadata-only requests.
     let api: Api<PartialObjectMeta<DynamicObject>> = match (resource.namespaced, scope) {
@@ -307,18 +317,23 @@ async fn drive_kind(cache: &KindCache, client: Client, scope: &Scope) {
     };
     let config = watcher::Config::default().labels(&created_by_opcat());
     let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    let compact = |meta: ObjectMeta| (key_of(&meta, strings), CompactMeta::new(meta, strings));
     while let Some(event) = events.next().await {
         let Ok(mut state) = cache.state.write() else {
             return;
         };
         match event {
-            Ok(watcher::Event::Apply(object)) => state.apply(object.metadata),
+            Ok(watcher::Event::Apply(object)) => {
+                let (key, meta) = compact(object.metadata);
+                state.apply(key, meta);
+            }
             Ok(watcher::Event::Delete(object)) => {
-                state.remove(&key_of(&object.metadata));
+                state.remove(&key_of(&object.metadata, strings));
             }
             Ok(watcher::Event::Init) => state.relist = Some(Vec::new()),
             Ok(watcher::Event::InitApply(object)) => {
-                state.relist.get_or_insert_default().push(object.metadata);
+                let entry = compact(object.metadata);
+                state.relist.get_or_insert_default().push(entry);
             }
             Ok(watcher::Event::InitDone) => {
                 let objects = state.relist.take().unwrap_or_default();
@@ -351,8 +366,15 @@ async fn drive_kind(cache: &KindCache, client: Client, scope: &Scope) {
 mod tests {
     use super::*;
 
-    fn meta(name: &str, csv: &str, uid: &str, generation: Option<i64>, rv: &str) -> ObjectMeta {
-        ObjectMeta {
+    fn meta(
+        name: &str,
+        csv: &str,
+        uid: &str,
+        generation: Option<i64>,
+        rv: &str,
+    ) -> (Key, CompactMeta) {
+        let strings = Strings::new();
+        let meta = ObjectMeta {
             name: Some(name.into()),
             namespace: Some("ops".into()),
             uid: Some(uid.into()),
@@ -366,44 +388,54 @@ mod tests {
                 .into(),
             ),
             ..ObjectMeta::default()
-        }
+        };
+        (key_of(&meta, &strings), CompactMeta::new(meta, &strings))
+    }
+
+    fn key(name: &str) -> Key {
+        ("ops".into(), name.into())
+    }
+
+    fn apply(state: &mut KindState, (key, meta): (Key, CompactMeta)) {
+        state.apply(key, meta);
     }
 
     #[test]
     fn objects_are_found_by_their_csv_and_leave_its_index_when_deleted_or_relabelled() {
         let mut state = KindState::default();
-        state.apply(meta("a", "widget.v1", "1", None, "5"));
-        state.apply(meta("b", "widget.v1", "2", None, "6"));
-        state.apply(meta("c", "gadget.v1", "3", None, "7"));
-        let index = (label_value("ops"), csv_label_value("widget.v1"));
+        apply(&mut state, meta("a", "widget.v1", "1", None, "5"));
+        apply(&mut state, meta("b", "widget.v1", "2", None, "6"));
+        apply(&mut state, meta("c", "gadget.v1", "3", None, "7"));
+        let index: CsvIndex = (
+            label_value("ops").into(),
+            csv_label_value("widget.v1").into(),
+        );
         assert_eq!(state.by_csv[&index].len(), 2);
-        state.remove(&("ops".into(), "a".into()));
-        state.apply(meta("b", "gadget.v1", "2", None, "8"));
+        state.remove(&key("a"));
+        apply(&mut state, meta("b", "gadget.v1", "2", None, "8"));
         assert!(!state.by_csv.contains_key(&index));
-        let other = (label_value("ops"), csv_label_value("gadget.v1"));
+        let other: CsvIndex = (
+            label_value("ops").into(),
+            csv_label_value("gadget.v1").into(),
+        );
         assert_eq!(state.by_csv[&other].len(), 2);
     }
 
     #[test]
     fn a_verified_version_survives_updates_and_relists_of_the_same_object_only() {
         let mut state = KindState::default();
-        state.apply(meta("a", "w", "1", Some(2), "5"));
-        let key: Key = ("ops".into(), "a".into());
+        apply(&mut state, meta("a", "w", "1", Some(2), "5"));
+        let key = key("a");
         state.objects.get_mut(&key).unwrap().verified = Some(Verified::Generation(2));
         // A status write: new resourceVersion, same generation.
-        state.apply(meta("a", "w", "1", Some(2), "6"));
-        let entry = &state.objects[&key];
-        assert_eq!(entry.verified, Verified::of(&entry.meta));
+        apply(&mut state, meta("a", "w", "1", Some(2), "6"));
+        assert!(state.objects[&key].is_verified());
         state.replace_all(vec![meta("a", "w", "1", Some(3), "9")]);
         let entry = &state.objects[&key];
         assert_eq!(entry.verified, Some(Verified::Generation(2)));
-        assert_ne!(
-            entry.verified,
-            Verified::of(&entry.meta),
-            "the spec changed"
-        );
+        assert!(!entry.is_verified(), "the spec changed");
         // Deleted and created again under the same name: a new object, nothing verified.
-        state.apply(meta("a", "w", "2", Some(1), "10"));
+        apply(&mut state, meta("a", "w", "2", Some(1), "10"));
         assert_eq!(state.objects[&key].verified, None);
     }
 }

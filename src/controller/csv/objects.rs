@@ -89,8 +89,8 @@ pub async fn apply_all(
             )
         {
             // opcat's, labelled for another CSV (a shared CRD).
-            verified = Some(cached.is_verified());
-            current = Some(super::observe::metadata_only(&cached));
+            verified = Some(cached.verified);
+            current = Some(super::observe::metadata_only(cached));
         }
         if current.is_none() {
             current = get(context, &resource, object).await?;

@@ -375,7 +375,7 @@ impl std::fmt::Display for ObjectKey {
 pub struct LabelledObjects {
     pub objects: BTreeMap<ObjectKey, (ResolvedResource, DynamicObject)>,
     /// The keys of `objects` known by their metadata only (from the watch cache), each with
-    /// whether its content is the one opcat last verified ([`OwnedObject::is_verified`]).
+    /// whether its content is the one opcat last verified ([`OwnedObject::verified`]).
     pub partial: BTreeMap<ObjectKey, bool>,
 }
 
@@ -410,22 +410,23 @@ pub async fn cached_objects(
         if !cached.contains(&(resource.api_version.clone(), resource.kind.clone())) {
             continue;
         }
-        let partial = metadata_only(&object);
+        let (resource, verified) = (object.resource.clone(), object.verified);
+        let partial = metadata_only(object);
         let key = ObjectKey::of(&partial);
-        found.partial.insert(key.clone(), object.is_verified());
-        found.objects.insert(key, (object.resource, partial));
+        found.partial.insert(key.clone(), verified);
+        found.objects.insert(key, (resource, partial));
     }
     Ok(found)
 }
 
 /// A cached object as a [`DynamicObject`] without content.
-pub fn metadata_only(object: &OwnedObject) -> DynamicObject {
+pub fn metadata_only(object: OwnedObject) -> DynamicObject {
     DynamicObject {
         types: Some(kube::api::TypeMeta {
-            api_version: object.resource.resource.api_version.clone(),
-            kind: object.resource.resource.kind.clone(),
+            api_version: object.resource.resource.api_version,
+            kind: object.resource.resource.kind,
         }),
-        metadata: (*object.meta).clone(),
+        metadata: object.meta,
         data: serde_json::Value::Object(serde_json::Map::new()),
     }
 }
