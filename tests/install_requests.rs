@@ -29,6 +29,7 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
     let env = &fixture.env;
     env.wait_quiet("the catalog loaded").await;
     let before = env.manager_requests();
+    env.api.keep_log_of(support::MANAGER_AGENT);
 
     fixture.subscribe("widgets", |_| {}).await;
     let csv = "widget-operator.v1.2.0";
@@ -38,7 +39,17 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
     let after = env.manager_requests();
     let count = |verb, resource, subresource| delta(&before, &after, verb, resource, subresource);
 
-    let report = format!("the manager's requests for one install:\n{after}");
+    let log: Vec<String> = env
+        .api
+        .request_log_of(support::MANAGER_AGENT)
+        .iter()
+        .filter(|request| !matches!(request.key.verb, Verb::List | Verb::Watch))
+        .map(fake_apiserver::LoggedRequest::describe)
+        .collect();
+    let report = format!(
+        "the manager's requests for one install, in order:\n{}\nall of them since the start:\n{after}",
+        log.join("\n")
+    );
     // InstallPlanCreated; no Event per copy, ServiceAccount, CSV or routine step.
     assert_eq!(count(Verb::Create, "events", ""), 1, "{report}");
     // The plan completes in one pass: Complete, without an Installing write first.
@@ -60,3 +71,4 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
     assert_eq!(count(Verb::Get, "secrets", ""), 0, "{report}");
     assert_eq!(count(Verb::Create, "secrets", ""), 1, "{report}");
 }
+
