@@ -72,3 +72,45 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
     assert_eq!(count(Verb::Create, "secrets", ""), 1, "{report}");
 }
 
+/// Index of the first request of the manager's `log` that patches `resource`'s status.
+fn first_status_write(log: &[fake_apiserver::LoggedRequest], resource: &str) -> Option<usize> {
+    log.iter().position(|request| {
+        request.key.verb == Verb::Patch
+            && request.key.resource == resource
+            && request.key.subresource == "status"
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_waits_for_its_catalogs_first_load_without_writing_status() {
+    let fixture = Fixture::start_bare().await;
+    let env = &fixture.env;
+    env.api.keep_log_of(support::MANAGER_AGENT);
+    // The Subscription arrives while the catalog's first load runs (pulling the image takes
+    // longer than a Subscription reconcile): nothing to say yet but "unhealthy", which the
+    // catalog's first status would contradict a moment later.
+    fixture
+        .create_catalog_source(subscription_support::CATALOG)
+        .await;
+    fixture.subscribe("widgets", |_| {}).await;
+    fixture
+        .wait_subscription("widgets", "installed", |sub| {
+            sub.status
+                .as_ref()
+                .is_some_and(|status| status.state.as_deref() == Some("AtLatestKnown"))
+        })
+        .await;
+
+    let log = env.api.request_log_of(support::MANAGER_AGENT);
+    let described: Vec<String> = log
+        .iter()
+        .map(fake_apiserver::LoggedRequest::describe)
+        .collect();
+    let catalog = first_status_write(&log, "catalogsources");
+    let subscription = first_status_write(&log, "subscriptions");
+    assert!(
+        catalog.is_some() && subscription.is_some() && catalog < subscription,
+        "the Subscription's first status comes after the catalog's:\n{}",
+        described.join("\n")
+    );
+}
