@@ -29,6 +29,7 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
     let env = &fixture.env;
     env.wait_quiet("the catalog loaded").await;
     let before = env.manager_requests();
+    env.api.keep_log_of(support::MANAGER_AGENT);
 
     fixture.subscribe("widgets", |_| {}).await;
     let csv = "widget-operator.v1.2.0";
@@ -38,7 +39,17 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
     let after = env.manager_requests();
     let count = |verb, resource, subresource| delta(&before, &after, verb, resource, subresource);
 
-    let report = format!("the manager's requests for one install:\n{after}");
+    let log: Vec<String> = env
+        .api
+        .request_log_of(support::MANAGER_AGENT)
+        .iter()
+        .filter(|request| !matches!(request.key.verb, Verb::List | Verb::Watch))
+        .map(fake_apiserver::LoggedRequest::describe)
+        .collect();
+    let report = format!(
+        "the manager's requests for one install, in order:\n{}\nall of them since the start:\n{after}",
+        log.join("\n")
+    );
     // InstallPlanCreated; no Event per copy, ServiceAccount, CSV or routine step.
     assert_eq!(count(Verb::Create, "events", ""), 1, "{report}");
     // The plan completes in one pass: Complete, without an Installing write first.
@@ -59,4 +70,47 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
     // Copies are created first: no GET of a copy's name to find nothing there.
     assert_eq!(count(Verb::Get, "secrets", ""), 0, "{report}");
     assert_eq!(count(Verb::Create, "secrets", ""), 1, "{report}");
+}
+
+/// Index of the first request of the manager's `log` that patches `resource`'s status.
+fn first_status_write(log: &[fake_apiserver::LoggedRequest], resource: &str) -> Option<usize> {
+    log.iter().position(|request| {
+        request.key.verb == Verb::Patch
+            && request.key.resource == resource
+            && request.key.subresource == "status"
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_waits_for_its_catalogs_first_load_without_writing_status() {
+    let fixture = Fixture::start_bare().await;
+    let env = &fixture.env;
+    env.api.keep_log_of(support::MANAGER_AGENT);
+    // The Subscription arrives while the catalog's first load runs (pulling the image takes
+    // longer than a Subscription reconcile): nothing to say yet but "unhealthy", which the
+    // catalog's first status would contradict a moment later.
+    fixture
+        .create_catalog_source(subscription_support::CATALOG)
+        .await;
+    fixture.subscribe("widgets", |_| {}).await;
+    fixture
+        .wait_subscription("widgets", "installed", |sub| {
+            sub.status
+                .as_ref()
+                .is_some_and(|status| status.state.as_deref() == Some("AtLatestKnown"))
+        })
+        .await;
+
+    let log = env.api.request_log_of(support::MANAGER_AGENT);
+    let described: Vec<String> = log
+        .iter()
+        .map(fake_apiserver::LoggedRequest::describe)
+        .collect();
+    let catalog = first_status_write(&log, "catalogsources");
+    let subscription = first_status_write(&log, "subscriptions");
+    assert!(
+        catalog.is_some() && subscription.is_some() && catalog < subscription,
+        "the Subscription's first status comes after the catalog's:\n{}",
+        described.join("\n")
+    );
 }

@@ -272,6 +272,9 @@ pub(crate) struct Control {
     pub(crate) by_agent: BTreeMap<String, RequestCounts>,
     /// Distinct list/watch requests of each tagged client since the start (never reset).
     pub(crate) reads_by_agent: BTreeMap<String, std::collections::BTreeSet<CollectionRead>>,
+    /// Every request, in arrival order, of each tagged client whose log was asked for
+    /// ([`crate::FakeApiServer::keep_log_of`]) since it was asked for (never reset).
+    pub(crate) log_by_agent: BTreeMap<String, Vec<LoggedRequest>>,
     pub(crate) faults: Vec<Fault>,
     pub(crate) latency: Duration,
 }
@@ -286,13 +289,17 @@ impl Control {
             user_agent,
         } = origin;
         self.counts.record(key.clone());
-        self.log.push(LoggedRequest {
+        let logged = LoggedRequest {
             key: key.clone(),
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             agent: agent.map(str::to_owned),
             user_agent: user_agent.map(str::to_owned),
-        });
+        };
+        if let Some(kept) = agent.and_then(|agent| self.log_by_agent.get_mut(agent)) {
+            kept.push(logged.clone());
+        }
+        self.log.push(logged);
         if let Some(agent) = agent {
             self.by_agent
                 .entry(agent.to_owned())
@@ -357,6 +364,28 @@ mod tests {
             ["a", "a", "b", "c"],
             "every request is logged, failed or not"
         );
+    }
+
+    #[test]
+    fn an_agents_log_is_kept_only_when_asked_for() {
+        let mut c = Control::default();
+        let as_agent = |agent, name| Origin {
+            name,
+            agent: Some(agent),
+            ..Origin::default()
+        };
+        c.admit(&key(Verb::Get, "", "secrets"), as_agent("opcat", "before"));
+        c.log_by_agent.insert("opcat".into(), Vec::new());
+        c.admit(&key(Verb::Get, "", "secrets"), as_agent("opcat", "a"));
+        c.admit(&key(Verb::Get, "", "secrets"), as_agent("other", "b"));
+        c.admit(&key(Verb::Patch, "", "secrets"), as_agent("opcat", "c"));
+        c.log.clear();
+        let kept: Vec<&str> = c.log_by_agent["opcat"]
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(kept, ["a", "c"], "from when it was asked for, not reset");
+        assert!(!c.log_by_agent.contains_key("other"));
     }
 
     #[test]

@@ -316,6 +316,28 @@ impl FakeApiServer {
             .unwrap_or_default()
     }
 
+    /// Starts keeping, in arrival order, every request made through
+    /// [`client_as`](Self::client_as)`(agent)` (see [`request_log_of`](Self::request_log_of));
+    /// unlike [`request_log`](Self::request_log), it is not emptied by
+    /// [`reset_counts`](Self::reset_counts). Asking again starts it afresh.
+    pub fn keep_log_of(&self, agent: &str) {
+        self.shared
+            .control()
+            .log_by_agent
+            .insert(agent.to_owned(), Vec::new());
+    }
+
+    /// The requests of `agent` since [`keep_log_of`](Self::keep_log_of)`(agent)`, in arrival
+    /// order (empty when it was not asked for).
+    pub fn request_log_of(&self, agent: &str) -> Vec<LoggedRequest> {
+        self.shared
+            .control()
+            .log_by_agent
+            .get(agent)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// Fails the next matching requests (see [`Fault`]).
     pub fn inject_failure(&self, fault: Fault) {
         self.shared.control().faults.push(fault);
