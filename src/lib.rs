@@ -17,7 +17,7 @@ pub mod failure;
 pub mod fbc;
 pub mod go_duration;
 pub mod graph;
-pub mod interned;
+pub mod interner;
 pub mod metrics;
 pub mod pull_secrets;
 pub mod registry;

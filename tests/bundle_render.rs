@@ -184,7 +184,7 @@ fn rbac_names_are_deterministic_valid_and_distinct_across_installs() {
 fn a_changed_rule_set_gets_a_new_name() {
     let mut bundle = load(&widget("1.2.0"));
     let before = Install::own(&bundle, NS).render(&bundle);
-    let spec = bundle.csv.spec.install.spec.as_mut().unwrap();
+    let spec = std::sync::Arc::make_mut(bundle.csv.spec.install.spec.as_mut().unwrap());
     spec.permissions.as_mut().unwrap()[0].rules[0]
         .verbs
         .push("deletecollection".to_owned());

@@ -2,6 +2,7 @@
 //! Deployments and the permissions of the service accounts they run as.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DeploymentSpec;
 use k8s_openapi::api::rbac::v1::PolicyRule;
@@ -17,8 +18,10 @@ pub struct NamedInstallStrategy {
     /// Name of the strategy; only `deployment` exists.
     pub strategy: String,
     /// Details of the `deployment` strategy.
+    // Shared: every CSV installed from the same bundle has the same strategy, and the CSV store
+    // keeps one copy of it (`controller::store_trim`). Change it with `Arc::make_mut`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec: Option<StrategyDetailsDeployment>,
+    pub spec: Option<Arc<StrategyDetailsDeployment>>,
 }
 
 /// The operator's Deployments and the RBAC permissions of their service accounts.

@@ -1,6 +1,6 @@
 //! Object metadata as the owned-object caches hold it ([`super::owned_objects`]): only what the
 //! sweep, the ownership checks and the metadata drift check read, with label and annotation
-//! strings shared ([`crate::interned`]) and lists instead of maps.
+//! strings shared ([`crate::interner::Strings`]) and lists instead of maps.
 //!
 //! Why: an [`ObjectMeta`] costs about 2 kB in memory even for a small object (two `BTreeMap`s,
 //! whose smallest node holds room for eleven entries, and a `String` per value). opcat creates
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
-use crate::interned::Strings;
+use crate::interner::Strings;
 
 /// Shared label or annotation pairs, sorted by key.
 type Pairs = Box<[(Arc<str>, Arc<str>)]>;

@@ -24,6 +24,7 @@ pub mod plan_record;
 pub mod resources;
 pub mod source_secrets;
 pub mod status_diff;
+mod store_trim;
 pub mod stores;
 pub mod subscription;
 pub mod wiring;

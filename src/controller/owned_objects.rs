@@ -25,11 +25,11 @@ use super::compact_meta::CompactMeta;
 use super::resources::{self, ResolvedResource};
 use super::stores::{Driver, Scope, created_by_opcat};
 use crate::bundle::ownership::{CSV_LABEL, CSV_NAMESPACE_LABEL, csv_label_value};
-use crate::interned::Strings;
+use crate::interner::Strings;
 use crate::pull_secrets::names::label_value;
 
 /// `(namespace or "", name)` of an object of one kind; the namespace is shared
-/// ([`crate::interned`]).
+/// ([`crate::interner::Strings`]).
 type Key = (Arc<str>, Box<str>);
 
 /// `(CSV namespace label, CSV label)` of an object, shared.

@@ -21,6 +21,7 @@ use tokio::sync::{broadcast, watch};
 
 pub use super::namespace_index::{Indexed, NamespaceIndex};
 use super::owned_objects::OwnedObjects;
+use super::store_trim::Trim;
 use crate::api::{
     CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, MANAGED_LABEL_VALUE,
     OperatorGroup, Subscription,
@@ -398,75 +399,6 @@ where
     )
 }
 
-/// What a shared watch drops from an object before storing it: what no reader of the store
-/// needs. The stores are opcat's largest memory (one object per install and kind; at 1,000
-/// installs they decide the controller's peak RSS, scripts/bench-scale.sh).
-trait Trim: Resource {
-    /// Drops `metadata.managedFields`: the server's record of which manager owns which field,
-    /// which no reconciler reads from a store and which is often larger than the object itself
-    /// (1,000 installs: peak RSS 277 MB with them, 175 MB without). Writes never send it back:
-    /// server-side apply bodies drop it, and an update without it keeps the server's record.
-    fn trim(&mut self) {
-        self.meta_mut().managed_fields = None;
-    }
-}
-
-impl Trim for CatalogSource {}
-impl Trim for Subscription {}
-impl Trim for ClusterServiceVersion {
-    /// Also drops what only user interfaces read: description, icon, keywords, maintainers,
-    /// links, provider, and the presentation of owned and required APIs. No reconciler reads them
-    /// from the store, and no write sends the stored spec back (status, annotations and
-    /// finalizers are written by patches).
-    fn trim(&mut self) {
-        self.metadata.managed_fields = None;
-        let spec = &mut self.spec;
-        spec.description = None;
-        spec.icon = None;
-        spec.keywords = None;
-        spec.maintainers = None;
-        spec.links = None;
-        spec.provider = None;
-        if let Some(crds) = &mut spec.custom_resource_definitions {
-            for crd in crds
-                .owned
-                .iter_mut()
-                .chain(crds.required.iter_mut())
-                .flatten()
-            {
-                crd.presentation = Default::default();
-            }
-        }
-        if let Some(services) = &mut spec.api_service_definitions {
-            for service in services
-                .owned
-                .iter_mut()
-                .chain(services.required.iter_mut())
-                .flatten()
-            {
-                service.presentation = Default::default();
-            }
-        }
-    }
-}
-impl Trim for InstallPlan {}
-impl Trim for OperatorGroup {}
-impl Trim for Secret {}
-impl Trim for ServiceAccount {}
-impl Trim for PartialObjectMeta<Namespace> {}
-
-impl Trim for Deployment {
-    /// Also drops the pod template: the store serves the CSV's health (metadata, `replicas`,
-    /// status) and the event mappers (metadata); the drift check compares templates from a
-    /// label-selected list, never from here.
-    fn trim(&mut self) {
-        self.metadata.managed_fields = None;
-        if let Some(spec) = &mut self.spec {
-            spec.template = Default::default();
-        }
-    }
-}
-
 fn log_watch_error(resource: &'static str, error: Option<watcher::Error>) {
     if let Some(error) = error {
         tracing::warn!(resource, error = %crate::failure::error_chain(&error), "watch failed; retrying");
@@ -531,6 +463,58 @@ mod tests {
         .expect("the copy reaches the store");
         assert_eq!(stored.metadata.managed_fields, None);
         assert_eq!(stored.metadata.labels, copy.metadata.labels);
+        for driver in drivers {
+            driver.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn stored_csvs_share_their_install_strategy_and_drop_bundle_presentation() {
+        let server = FakeApiServer::new();
+        let client = server.client();
+        for crd in crate::api::crds() {
+            server.seed(&crd).unwrap();
+        }
+        let ours = [(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned())];
+        for namespace in ["a", "b"] {
+            server
+                .seed(&Namespace {
+                    metadata: ObjectMeta {
+                        name: Some(namespace.into()),
+                        ..ObjectMeta::default()
+                    },
+                    ..Namespace::default()
+                })
+                .unwrap();
+            let mut csv = super::super::store_trim::tests::csv(namespace, "widget-operator");
+            csv.metadata.labels = Some(ours.clone().into());
+            server.seed(&csv).unwrap();
+        }
+
+        let reflectors = Reflectors::new(client, Scope::Cluster);
+        let stores = reflectors.stores();
+        let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
+        let stored = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let key = |namespace| ObjectRef::new("widget.v1").within(namespace);
+                if let (Some(a), Some(b)) = (stores.csvs.get(&key("a")), stores.csvs.get(&key("b")))
+                {
+                    return [a, b];
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("both CSVs reach the store");
+        let [a, b] = stored.map(|csv| csv.spec.install.spec.clone().unwrap());
+        assert!(Arc::ptr_eq(&a, &b), "one copy of the strategy");
+        assert_eq!(a.deployments[0].name, "widget-operator");
+        for csv in stores.csvs.state() {
+            let annotations = csv.metadata.annotations.as_ref().unwrap();
+            assert!(!annotations.contains_key("alm-examples"));
+            assert!(annotations.contains_key("opcat.dev/subscription"));
+            assert_eq!(csv.spec.provider, None);
+        }
         for driver in drivers {
             driver.abort();
         }

@@ -42,6 +42,22 @@ pub enum ImageRefError {
 
 /// Checks an image pull spec.
 pub fn check(reference: &str) -> Result<(), ImageRefError> {
+    split(reference).map(|_| ())
+}
+
+/// The parts of a valid pull spec, as written (no registry or tag filled in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts<'a> {
+    /// `[domain "/"] component ("/" component)*`.
+    pub name: &'a str,
+    /// After the last `:` of the last path component, if any.
+    pub tag: Option<&'a str>,
+    /// After the `@`, if any.
+    pub digest: Option<&'a str>,
+}
+
+/// Checks an image pull spec and splits it into its parts.
+pub fn split(reference: &str) -> Result<Parts<'_>, ImageRefError> {
     if reference.is_empty() {
         return Err(ImageRefError::Empty);
     }
@@ -85,7 +101,7 @@ pub fn check(reference: &str) -> Result<(), ImageRefError> {
             return Err(ImageRefError::DigestLength);
         }
     }
-    Ok(())
+    Ok(Parts { name, tag, digest })
 }
 
 /// The repository part of a valid name (without the registry), as the length limit counts it.

@@ -1,0 +1,211 @@
+//! What a shared watch ([`super::stores`]) drops from an object before storing it, and which
+//! large parts it shares between stored objects.
+
+use std::sync::LazyLock;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use kube::Resource;
+use kube::api::PartialObjectMeta;
+
+use crate::api::csv_install::StrategyDetailsDeployment;
+use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
+use crate::interner::Interner;
+
+/// Annotations a bundle's CSV carries for catalogs and consoles only, dropped from stored CSVs
+/// (see [`Trim`]'s implementation for [`ClusterServiceVersion`]). `alm-examples` alone is
+/// often several kB per CSV.
+pub const DROPPED_CSV_ANNOTATIONS: &[&str] = &[
+    "alm-examples",
+    "capabilities",
+    "categories",
+    "certified",
+    "containerImage",
+    "createdAt",
+    "description",
+    "repository",
+    "support",
+];
+
+/// The install strategies of stored CSVs: one copy per distinct strategy, however many
+/// namespaces installed the bundle.
+static INSTALL_STRATEGIES: LazyLock<Interner<StrategyDetailsDeployment>> =
+    LazyLock::new(Interner::default);
+
+/// What a shared watch drops from an object before storing it: what no reader of the store
+/// needs. The stores are opcat's largest memory (one object per install and kind; at 1,000
+/// installs they decide the controller's peak RSS, scripts/bench-scale.sh).
+pub(super) trait Trim: Resource {
+    /// Drops `metadata.managedFields`: the server's record of which manager owns which field,
+    /// which no reconciler reads from a store and which is often larger than the object itself
+    /// (1,000 installs: peak RSS 277 MB with them, 175 MB without). Writes never send it back:
+    /// server-side apply bodies drop it, and an update without it keeps the server's record.
+    fn trim(&mut self) {
+        self.meta_mut().managed_fields = None;
+    }
+}
+
+impl Trim for CatalogSource {}
+impl Trim for Subscription {}
+impl Trim for ClusterServiceVersion {
+    /// Also drops what only user interfaces read: description, icon, keywords, maintainers,
+    /// links, provider, and the presentation of owned and required APIs; and the bundle's
+    /// catalog and console annotations ([`DROPPED_CSV_ANNOTATIONS`]). No reconciler reads them
+    /// from the store (readers of stored CSVs read opcat's and OLM's annotations by key;
+    /// Deployments are rendered from the pulled bundle's CSV, not the stored one), and no write
+    /// sends the stored CSV back (status, annotations and finalizers are written by patches
+    /// naming their own keys).
+    ///
+    /// Shares the install strategy (`spec.install.spec`: the Deployments' pod templates and the
+    /// RBAC rules, most of the spec) between CSVs equal in it, through [`INSTALL_STRATEGIES`]:
+    /// the same bundle installed in 1,000 namespaces keeps one copy. It is kept, not dropped:
+    /// the pull-secret planner reads its service accounts.
+    fn trim(&mut self) {
+        self.metadata.managed_fields = None;
+        if let Some(annotations) = &mut self.metadata.annotations {
+            annotations.retain(|key, _| !DROPPED_CSV_ANNOTATIONS.contains(&key.as_str()));
+        }
+        let spec = &mut self.spec;
+        spec.description = None;
+        spec.icon = None;
+        spec.keywords = None;
+        spec.maintainers = None;
+        spec.links = None;
+        spec.provider = None;
+        if let Some(crds) = &mut spec.custom_resource_definitions {
+            for crd in crds
+                .owned
+                .iter_mut()
+                .chain(crds.required.iter_mut())
+                .flatten()
+            {
+                crd.presentation = Default::default();
+            }
+        }
+        if let Some(services) = &mut spec.api_service_definitions {
+            for service in services
+                .owned
+                .iter_mut()
+                .chain(services.required.iter_mut())
+                .flatten()
+            {
+                service.presentation = Default::default();
+            }
+        }
+        if let Some(strategy) = spec.install.spec.take() {
+            spec.install.spec = Some(INSTALL_STRATEGIES.intern(strategy));
+        }
+    }
+}
+impl Trim for InstallPlan {}
+impl Trim for OperatorGroup {}
+impl Trim for Secret {}
+impl Trim for ServiceAccount {}
+impl Trim for PartialObjectMeta<Namespace> {}
+
+impl Trim for Deployment {
+    /// Also drops the pod template: the store serves the CSV's health (metadata, `replicas`,
+    /// status) and the event mappers (metadata); the drift check compares templates from a
+    /// label-selected list, never from here.
+    fn trim(&mut self) {
+        self.metadata.managed_fields = None;
+        if let Some(spec) = &mut self.spec {
+            spec.template = Default::default();
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use kube::api::ObjectMeta;
+
+    use super::*;
+    use crate::api::ClusterServiceVersionSpec;
+    use crate::api::cluster_service_version::{AppLink, CustomResourceDefinitions};
+    use crate::api::csv_install::{
+        NamedInstallStrategy, StrategyDeploymentPermissions, StrategyDeploymentSpec,
+    };
+
+    /// A CSV `widget.v1` in `namespace` whose one Deployment is `deployment`, with bundle
+    /// annotations and presentation fields.
+    pub(in crate::controller) fn csv(namespace: &str, deployment: &str) -> ClusterServiceVersion {
+        let annotations: BTreeMap<String, String> = [
+            ("alm-examples", "[{\"kind\":\"Widget\"}]"),
+            ("description", "Widgets."),
+            ("capabilities", "Basic Install"),
+            ("olm.properties", "{\"properties\":[]}"),
+            ("opcat.dev/subscription", "widget"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect();
+        ClusterServiceVersion {
+            metadata: ObjectMeta {
+                name: Some("widget.v1".into()),
+                namespace: Some(namespace.into()),
+                annotations: Some(annotations),
+                ..ObjectMeta::default()
+            },
+            spec: ClusterServiceVersionSpec {
+                display_name: "Widget".into(),
+                version: Some("1.0.0".into()),
+                replaces: Some("widget.v0".into()),
+                provider: Some(AppLink::default()),
+                custom_resource_definitions: Some(CustomResourceDefinitions::default()),
+                install: NamedInstallStrategy {
+                    strategy: "deployment".into(),
+                    spec: Some(Arc::new(StrategyDetailsDeployment {
+                        deployments: vec![StrategyDeploymentSpec {
+                            name: deployment.into(),
+                            ..StrategyDeploymentSpec::default()
+                        }],
+                        permissions: Some(vec![StrategyDeploymentPermissions {
+                            service_account_name: "widget-sa".into(),
+                            rules: Vec::new(),
+                        }]),
+                        cluster_permissions: None,
+                    })),
+                },
+                ..ClusterServiceVersionSpec::default()
+            },
+            status: None,
+        }
+    }
+
+    #[test]
+    fn stored_csvs_drop_presentation_but_keep_what_readers_read() {
+        let mut stored = csv("a", "widget-operator");
+        stored.trim();
+        let annotations = stored.metadata.annotations.as_ref().unwrap();
+        let keys: Vec<&str> = annotations.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["olm.properties", "opcat.dev/subscription"]);
+        assert_eq!(stored.spec.provider, None);
+        assert_eq!(stored.spec.version.as_deref(), Some("1.0.0"));
+        assert_eq!(stored.spec.replaces.as_deref(), Some("widget.v0"));
+        assert!(stored.spec.custom_resource_definitions.is_some());
+        let original = csv("a", "widget-operator");
+        assert_eq!(stored.spec.install, original.spec.install);
+        assert_eq!(
+            stored.spec.install.permissions()[0].service_account_name,
+            "widget-sa"
+        );
+    }
+
+    #[test]
+    fn equal_install_strategies_are_stored_once() {
+        let mut first = csv("a", "shared-operator");
+        let mut second = csv("b", "shared-operator");
+        let mut other = csv("c", "other-operator");
+        first.trim();
+        second.trim();
+        other.trim();
+        let strategy =
+            |csv: &ClusterServiceVersion| Arc::clone(csv.spec.install.spec.as_ref().unwrap());
+        assert!(Arc::ptr_eq(&strategy(&first), &strategy(&second)));
+        assert!(!Arc::ptr_eq(&strategy(&first), &strategy(&other)));
+        assert_eq!(other.spec.install.deployments()[0].name, "other-operator");
+    }
+}
