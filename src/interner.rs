@@ -1,29 +1,27 @@
 //! Sharing of equal values: an [`Interner`] hands out one `Arc` for every value equal to one it
 //! already holds, so a thousand stored objects that carry the same large part (the install
-//! strategy of a CSV installed in a thousand namespaces) keep one copy of it.
+//! strategy of a CSV installed in a thousand namespaces) keep one copy of it; [`Strings`] does
+//! the same for the label and annotation strings the owned-object caches hold once per
+//! namespace.
 //!
-//! Values are found by a hash of their JSON serialisation (any serialisable type, no `Hash`
-//! needed) and confirmed with `PartialEq`. The interner holds only weak references: a value is
-//! dropped when the last object using it is, and dead entries are pruned whenever the table
-//! has doubled since the last pruning, so its own memory stays proportional to the values
-//! alive.
+//! Both keep one table: values found by a hash (of their JSON for an [`Interner`], so no `Hash`
+//! is needed; of the text for [`Strings`]) and confirmed by equality. The table holds only weak
+//! references: a value is dropped when the last object using it is, and dead entries are pruned
+//! whenever the table has doubled since the last pruning, so its own memory stays proportional
+//! to the values alive.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{DefaultHasher, Hasher};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, DefaultHasher, Hasher, RandomState};
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde::Serialize;
 
-/// Entries below which the table is never pruned.
+/// Entries below which a table is never pruned.
 const MIN_PRUNE: usize = 64;
 
-/// Shares equal values (see the module docs).
-pub struct Interner<T> {
-    table: Mutex<Table<T>>,
-}
-
-struct Table<T> {
+/// Weak references to shared values by hash.
+struct Table<T: ?Sized> {
     by_hash: HashMap<u64, Vec<Weak<T>>>,
     /// Weak references held, dead or alive.
     entries: usize,
@@ -31,14 +29,77 @@ struct Table<T> {
     prune_at: usize,
 }
 
+impl<T: ?Sized> Default for Table<T> {
+    fn default() -> Self {
+        Self {
+            by_hash: HashMap::new(),
+            entries: 0,
+            prune_at: MIN_PRUNE,
+        }
+    }
+}
+
+impl<T: ?Sized> Table<T> {
+    /// The held value under `hash` that `is_equal` accepts, or the one `make` builds, then held.
+    fn share(
+        &mut self,
+        hash: u64,
+        is_equal: impl Fn(&T) -> bool,
+        make: impl FnOnce() -> Arc<T>,
+    ) -> Arc<T> {
+        let candidates = self.by_hash.entry(hash).or_default();
+        if let Some(shared) = candidates
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|held| is_equal(held))
+        {
+            return shared;
+        }
+        let value = make();
+        candidates.push(Arc::downgrade(&value));
+        self.entries += 1;
+        if self.entries >= self.prune_at {
+            self.prune();
+        }
+        value
+    }
+
+    /// Values held and alive.
+    fn alive(&self) -> usize {
+        self.by_hash
+            .values()
+            .flatten()
+            .filter(|held| held.strong_count() > 0)
+            .count()
+    }
+
+    /// Drops dead entries; the next pruning happens when the table has doubled again.
+    fn prune(&mut self) {
+        self.by_hash.retain(|_, candidates| {
+            candidates.retain(|held| held.strong_count() > 0);
+            !candidates.is_empty()
+        });
+        self.by_hash.shrink_to_fit();
+        self.entries = self.by_hash.values().map(Vec::len).sum();
+        self.prune_at = (self.entries * 2).max(MIN_PRUNE);
+    }
+}
+
+/// A table behind a lock. A poisoned lock only means another thread panicked while holding it;
+/// the table is still a valid cache (at worst it misses an entry).
+fn lock<T: ?Sized>(table: &Mutex<Table<T>>) -> std::sync::MutexGuard<'_, Table<T>> {
+    table.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Shares equal values (see the module docs).
+pub struct Interner<T> {
+    table: Mutex<Table<T>>,
+}
+
 impl<T> Default for Interner<T> {
     fn default() -> Self {
         Self {
-            table: Mutex::new(Table {
-                by_hash: HashMap::new(),
-                entries: 0,
-                prune_at: MIN_PRUNE,
-            }),
+            table: Mutex::default(),
         }
     }
 }
@@ -51,52 +112,17 @@ impl<T: Serialize + PartialEq> Interner<T> {
             // Not serialisable: not shared.
             return value;
         };
-        // A poisoned lock only means another thread panicked while holding it; the table is
-        // still a valid cache (at worst it misses an entry).
-        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
-        let candidates = table.by_hash.entry(hash).or_default();
-        if let Some(shared) = candidates
-            .iter()
-            .filter_map(Weak::upgrade)
-            .find(|held| held.as_ref() == value.as_ref())
-        {
-            return shared;
-        }
-        candidates.push(Arc::downgrade(&value));
-        table.entries += 1;
-        if table.entries >= table.prune_at {
-            table.prune();
-        }
-        value
+        lock(&self.table).share(hash, |held| held == value.as_ref(), || value.clone())
     }
 
     /// Values held and alive.
     pub fn len(&self) -> usize {
-        let table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
-        table
-            .by_hash
-            .values()
-            .flatten()
-            .filter(|held| held.strong_count() > 0)
-            .count()
+        lock(&self.table).alive()
     }
 
     /// Whether no value is held alive.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-impl<T> Table<T> {
-    /// Drops dead entries; the next pruning happens when the table has doubled again.
-    fn prune(&mut self) {
-        self.by_hash.retain(|_, candidates| {
-            candidates.retain(|held| held.strong_count() > 0);
-            !candidates.is_empty()
-        });
-        self.by_hash.shrink_to_fit();
-        self.entries = self.by_hash.values().map(Vec::len).sum();
-        self.prune_at = (self.entries * 2).max(MIN_PRUNE);
     }
 }
 
@@ -117,69 +143,33 @@ fn hash_of<T: Serialize>(value: &T) -> Option<u64> {
     Some(writer.0.finish())
 }
 
-/// Strings shared the same way, for caches that hold the same few strings many times over: every
-/// object opcat creates carries the same label keys, `managed-by` value, CSV name and annotation
-/// keys, once per namespace it is installed in. One `Arc<str>` per distinct string instead of one
-/// `String` per occurrence is what keeps such caches small at 10,000 namespaces
-/// (scripts/bench-scale.sh). Unlike [`Interner`], strings are held strongly and pruned by count.
-/// Below this many strings the set of [`Strings`] is never pruned.
-const MIN_PRUNE_AT: usize = 1024;
-
-/// A set of shared strings (see above). Strings no caller holds any more are dropped when the set has doubled
-/// since the last pruning, so its size stays within twice what is in use.
-#[derive(Debug)]
+/// Shared strings (see the module docs): one `Arc<str>` per distinct string in use instead of
+/// one `String` per occurrence, which is what keeps the owned-object caches small at 10,000
+/// namespaces (scripts/bench-scale.sh).
+#[derive(Default)]
 pub struct Strings {
-    state: Mutex<StringsState>,
-}
-
-#[derive(Debug)]
-struct StringsState {
-    set: HashSet<Arc<str>>,
-    prune_at: usize,
-}
-
-impl Default for Strings {
-    fn default() -> Self {
-        Self::new()
-    }
+    table: Mutex<Table<str>>,
+    hasher: RandomState,
 }
 
 impl Strings {
     /// An empty set.
     pub fn new() -> Self {
-        Self {
-            state: Mutex::new(StringsState {
-                set: HashSet::new(),
-                prune_at: MIN_PRUNE_AT,
-            }),
-        }
+        Self::default()
     }
 
-    /// The shared copy of `value` (a new one when `value` is not held yet; an unshared one when
-    /// the lock is poisoned).
+    /// The shared copy of `value` (a new one when no equal string is in use).
     pub fn get(&self, value: &str) -> Arc<str> {
-        let Ok(mut state) = self.state.lock() else {
-            return Arc::from(value);
-        };
-        if let Some(found) = state.set.get(value) {
-            return found.clone();
-        }
-        if state.set.len() >= state.prune_at {
-            // Held by the set alone: no cache uses it any more.
-            state.set.retain(|held| Arc::strong_count(held) > 1);
-            state.prune_at = (state.set.len() * 2).max(MIN_PRUNE_AT);
-        }
-        let shared: Arc<str> = Arc::from(value);
-        state.set.insert(shared.clone());
-        shared
+        let hash = self.hasher.hash_one(value);
+        lock(&self.table).share(hash, |held| held == value, || Arc::from(value))
     }
 
-    /// How many distinct strings the set holds (in use or not yet pruned).
+    /// How many distinct strings are in use.
     pub fn len(&self) -> usize {
-        self.state.lock().map(|state| state.set.len()).unwrap_or(0)
+        lock(&self.table).alive()
     }
 
-    /// Whether the set holds no string.
+    /// Whether no string is in use.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -276,7 +266,7 @@ mod tests {
         assert_eq!(strings.len(), 1);
 
         // Fill the set past its pruning size with strings nobody keeps.
-        for n in 0..MIN_PRUNE_AT {
+        for n in 0..MIN_PRUNE {
             drop(strings.get(&format!("gone-{n}")));
         }
         let kept = strings.get("kept");
