@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::Resource;
 use kube::api::PartialObjectMeta;
 
+use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::interner::Interner;
@@ -72,31 +73,34 @@ impl Trim for ClusterServiceVersion {
         spec.maintainers = None;
         spec.links = None;
         spec.provider = None;
-        if let Some(crds) = &mut spec.custom_resource_definitions {
-            for crd in crds
-                .owned
-                .iter_mut()
-                .chain(crds.required.iter_mut())
-                .flatten()
-            {
-                crd.presentation = Default::default();
-            }
-        }
-        if let Some(services) = &mut spec.api_service_definitions {
-            for service in services
-                .owned
-                .iter_mut()
-                .chain(services.required.iter_mut())
-                .flatten()
-            {
-                service.presentation = Default::default();
-            }
-        }
+        clear_presentation(&mut spec.custom_resource_definitions, |crd| {
+            &mut crd.presentation
+        });
+        clear_presentation(&mut spec.api_service_definitions, |service| {
+            &mut service.presentation
+        });
         if let Some(strategy) = spec.install.spec.take() {
             spec.install.spec = Some(INSTALL_STRATEGIES.intern(strategy));
         }
     }
 }
+/// Clears the presentation of every owned and required API of `definitions`.
+fn clear_presentation<T>(
+    definitions: &mut Option<ApiDefinitions<T>>,
+    presentation: impl Fn(&mut T) -> &mut ApiPresentation,
+) {
+    if let Some(definitions) = definitions {
+        for api in definitions
+            .owned
+            .iter_mut()
+            .chain(definitions.required.iter_mut())
+            .flatten()
+        {
+            *presentation(api) = ApiPresentation::default();
+        }
+    }
+}
+
 impl Trim for InstallPlan {}
 impl Trim for OperatorGroup {}
 impl Trim for Secret {}
