@@ -17,7 +17,8 @@ use super::credentials::{Credential, ParsedConfig};
 use super::reference::ImageRef;
 use super::secret::{PullSecret, SecretError};
 
-const DOCKER_HUB: &str = "docker.io";
+/// Docker Hub's canonical registry name (image references and keyrings normalise to it).
+pub(super) const DOCKER_HUB: &str = "docker.io";
 const DOCKER_HUB_ALIASES: [&str; 3] = ["docker.io", "index.docker.io", "registry-1.docker.io"];
 
 /// A set of registry credentials, each tagged with the secret it came from.

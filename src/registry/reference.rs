@@ -4,6 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::digest::Digest;
+use super::keyring::DOCKER_HUB;
 
 /// A parsed image reference.
 ///
@@ -154,7 +155,6 @@ const DEFAULT_TAG: &str = "latest";
 /// (`busybox` is `docker.io/library/busybox`) as oci-client and Docker do
 /// (distribution/reference `splitDomain`).
 fn split_domain(name: &str) -> (String, String) {
-    const DOCKER_HUB: &str = "docker.io";
     let (registry, repository) = match name.split_once('/') {
         Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => (first, rest),
         _ => (DOCKER_HUB, name),
