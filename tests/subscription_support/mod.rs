@@ -74,7 +74,7 @@ impl Fixture {
     }
 
     /// Registry, API server, manager, namespaces, pull secret and OperatorGroup; no catalog.
-    pub async fn start_bare() -> Self {
+    async fn start_bare() -> Self {
         Self::start_bare_in(Env::new().await).await
     }
 

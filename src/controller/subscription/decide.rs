@@ -70,9 +70,8 @@ pub enum Step {
     PlanInFlight,
     /// The installed CSV has not succeeded yet: no upgrade is looked for.
     InstalledNotSucceeded,
-    /// A catalog the namespace sees is not in memory yet; `quiet` (no status write) while it
-    /// is being loaded: its first load (no status yet), or READY before a restart. Not quiet
-    /// when the Subscription's own catalog failed to load.
+    /// A catalog the namespace sees is not in memory yet; `quiet` when each such catalog is
+    /// READY (about to be loaded, e.g. after a restart: no status write).
     CatalogNotLoaded { quiet: bool },
     /// Another InstallPlan is installing a dependency this resolution needs: wait for it.
     DependencyInFlight { csv: String, plan: String },
@@ -200,19 +199,23 @@ fn next_step(inputs: &Inputs<'_>, installed: Option<&ClusterServiceVersion>) -> 
             ),
         };
     };
-    // Loading (no status yet: its first load; or READY but not in memory after a restart):
-    // wait, quietly. Failed: left out of this resolution, and reported.
-    if own.loaded.is_none() {
-        return Step::CatalogNotLoaded {
-            quiet: is_loading(own.source),
-        };
-    }
-    if inputs
+    // Loading (no status yet, or READY but not in memory after a restart): wait. Failed: left
+    // out of this resolution.
+    let loading: Vec<&SeenCatalog<'_>> = inputs
         .catalogs
         .iter()
-        .any(|seen| seen.loaded.is_none() && is_loading(seen.source))
-    {
-        return Step::CatalogNotLoaded { quiet: true };
+        .filter(|seen| seen.loaded.is_none())
+        .filter(|seen| seen.source.status.is_none() || is_healthy(seen.source))
+        .collect();
+    if own.loaded.is_none() {
+        return Step::CatalogNotLoaded {
+            quiet: is_healthy(own.source),
+        };
+    }
+    if !loading.is_empty() {
+        return Step::CatalogNotLoaded {
+            quiet: loading.iter().all(|seen| is_healthy(seen.source)),
+        };
     }
     let problem = problem(inputs, installed);
     match solve(&problem) {
@@ -247,13 +250,6 @@ fn next_step(inputs: &Inputs<'_>, installed: Option<&ClusterServiceVersion>) -> 
             message: error.to_string(),
         },
     }
-}
-
-/// Whether a catalog that is not in memory is being loaded: its first load has not finished
-/// (no status yet: the CatalogSource reconciler writes one when it succeeds or fails), or it
-/// was READY before a restart. One that failed to load is not.
-fn is_loading(catalog: &CatalogSource) -> bool {
-    catalog.status.is_none() || is_healthy(catalog)
 }
 
 /// A dependency of `install` that an unfinished plan of the namespace already installs, and

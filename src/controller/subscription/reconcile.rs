@@ -76,11 +76,9 @@ pub async fn reconcile(
     });
     tracing::debug!(%namespace, %name, step = ?decision.step, "subscription decision");
     if decision.step == (Step::CatalogNotLoaded { quiet: true }) {
-        // The CatalogSource reconciler is loading the catalogs: a first load (no status yet),
-        // or READY catalogs after a restart. Writing status now would only say "unhealthy"
-        // until they load (a write per Subscription at startup, issue 12) or churn a
-        // converged Subscription; a load that fails is in the catalog's status, and then in
-        // this one's.
+        // The catalogs are READY but not in memory yet (a restart): the CatalogSource
+        // reconciler is loading them. Writing status now would only churn a converged
+        // Subscription.
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
 
