@@ -10,6 +10,7 @@ pub mod clock;
 pub mod compact_meta;
 pub mod context;
 pub mod csv;
+pub mod deployment_rollout;
 pub mod drift;
 pub mod events;
 pub mod install_plan;

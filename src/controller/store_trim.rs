@@ -3,7 +3,6 @@
 
 use std::sync::LazyLock;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::Resource;
 use kube::api::PartialObjectMeta;
@@ -12,6 +11,8 @@ use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::interner::Interner;
+
+use super::deployment_rollout::DeploymentRollout;
 
 /// Annotations a bundle's CSV carries for catalogs and consoles only, dropped from stored CSVs
 /// (see [`Trim`]'s implementation for [`ClusterServiceVersion`]). `alm-examples` alone is
@@ -107,17 +108,8 @@ impl Trim for Secret {}
 impl Trim for ServiceAccount {}
 impl Trim for PartialObjectMeta<Namespace> {}
 
-impl Trim for Deployment {
-    /// Also drops the pod template: the store serves the CSV's health (metadata, `replicas`,
-    /// status) and the event mappers (metadata); the drift check compares templates from a
-    /// label-selected list, never from here.
-    fn trim(&mut self) {
-        self.metadata.managed_fields = None;
-        if let Some(spec) = &mut self.spec {
-            spec.template = Default::default();
-        }
-    }
-}
+/// Deployments are stored without their pod template by type ([`DeploymentRollout`]).
+impl Trim for DeploymentRollout {}
 
 #[cfg(test)]
 pub(super) mod tests {

@@ -8,13 +8,13 @@
 //! that would not change is not written (DESIGN invariant 5): the times only move when the
 //! phase, reason or message does.
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::csv_reasons;
 use crate::api::csv_status::ClusterServiceVersionCondition;
 use crate::api::{ClusterServiceVersionPhase as Phase, ClusterServiceVersionStatus};
 use crate::bundle::ownership::{CSV_LABEL, csv_label_value};
+use crate::controller::deployment_rollout::DeploymentRollout;
 
 /// Entries kept in `status.conditions` (OLM's `ConditionsLimit`).
 pub const MAX_HISTORY: usize = 20;
@@ -149,7 +149,7 @@ pub enum Health {
 pub fn health<'a>(
     csv: &str,
     names: impl IntoIterator<Item = &'a str>,
-    live: impl Fn(&str) -> Option<std::sync::Arc<Deployment>>,
+    live: impl Fn(&str) -> Option<std::sync::Arc<DeploymentRollout>>,
 ) -> Health {
     let label = csv_label_value(csv);
     for name in names {
@@ -175,7 +175,7 @@ pub fn health<'a>(
 }
 
 /// Why a Deployment is not available at its generation, as `kubectl rollout status` says it.
-fn deployment_problem(deployment: &Deployment) -> Option<String> {
+fn deployment_problem(deployment: &DeploymentRollout) -> Option<String> {
     let name = deployment.metadata.name.as_deref().unwrap_or_default();
     let Some(status) = &deployment.status else {
         return Some(format!("deployment {name:?} has no status yet"));
@@ -256,7 +256,9 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
-    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
+    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
+
+    use crate::controller::deployment_rollout::RolloutSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use k8s_openapi::jiff::Timestamp;
 
@@ -332,8 +334,8 @@ mod tests {
         assert_eq!(history.last().unwrap().message.as_deref(), Some("29"));
     }
 
-    fn deployment(csv: &str, generation: i64, observed: i64, available: bool) -> Deployment {
-        Deployment {
+    fn deployment(csv: &str, generation: i64, observed: i64, available: bool) -> DeploymentRollout {
+        DeploymentRollout {
             metadata: ObjectMeta {
                 name: Some("op".to_owned()),
                 generation: Some(generation),
@@ -343,10 +345,7 @@ mod tests {
                 )])),
                 ..ObjectMeta::default()
             },
-            spec: Some(DeploymentSpec {
-                replicas: Some(1),
-                ..DeploymentSpec::default()
-            }),
+            spec: Some(RolloutSpec { replicas: Some(1) }),
             status: Some(DeploymentStatus {
                 observed_generation: Some(observed),
                 updated_replicas: Some(1),
@@ -363,7 +362,8 @@ mod tests {
 
     #[test]
     fn health_needs_every_deployment_available_at_its_generation_and_relabelled() {
-        let check = |d: Deployment| health("op.v1", ["op"], move |_| Some(Arc::new(d.clone())));
+        let check =
+            |d: DeploymentRollout| health("op.v1", ["op"], move |_| Some(Arc::new(d.clone())));
         assert_eq!(check(deployment("op.v1", 2, 2, true)), Health::Ready);
         assert!(
             matches!(check(deployment("op.v1", 2, 1, true)), Health::NotReady(m) if m.contains("generation 2"))

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::ResourceExt;
 use kube::api::PartialObjectMeta;
@@ -31,7 +30,7 @@ pub fn in_namespace(csvs: &Indexed<ClusterServiceVersion>, namespace: &str) -> R
 }
 
 /// The CSV a Deployment belongs to: its CSV ownerReference, else its ownership labels.
-pub fn deployment(deployment: &Deployment) -> Refs {
+pub fn deployment(deployment: &impl kube::Resource) -> Refs {
     let Some(namespace) = deployment.namespace() else {
         return Vec::new();
     };
@@ -192,6 +191,7 @@ pub fn namespace(
 mod tests {
     use std::collections::BTreeMap;
 
+    use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
     use super::*;

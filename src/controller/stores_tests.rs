@@ -1,0 +1,177 @@
+//! Tests of the shared watches ([`super`]).
+
+use std::time::Duration;
+
+use fake_apiserver::FakeApiServer;
+use kube::api::{ObjectMeta, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
+
+use super::*;
+
+#[tokio::test]
+async fn stored_objects_carry_no_managed_fields() {
+    let server = FakeApiServer::new();
+    let client = server.client();
+    server
+        .seed(&Namespace {
+            metadata: ObjectMeta {
+                name: Some("ops".into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        })
+        .unwrap();
+    let copy = Secret {
+        metadata: ObjectMeta {
+            name: Some("copy".into()),
+            namespace: Some("ops".into()),
+            labels: Some([(MANAGED_LABEL.to_owned(), MANAGED_LABEL_VALUE.to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    let api: Api<Secret> = Api::namespaced(client.clone(), "ops");
+    let applied = api
+        .patch("copy", &PatchParams::apply("opcat"), &Patch::Apply(&copy))
+        .await
+        .unwrap();
+    assert!(
+        applied.metadata.managed_fields.is_some(),
+        "the server records managers"
+    );
+
+    let reflectors = Reflectors::new(client, Scope::Cluster);
+    let stores = reflectors.stores();
+    let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
+    let key = ObjectRef::new("copy").within("ops");
+    let stored = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(stored) = stores.copies.get(&key) {
+                return stored;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the copy reaches the store");
+    assert_eq!(stored.metadata.managed_fields, None);
+    assert_eq!(stored.metadata.labels, copy.metadata.labels);
+    for driver in drivers {
+        driver.abort();
+    }
+}
+
+#[tokio::test]
+async fn stored_csvs_share_their_install_strategy_and_drop_bundle_presentation() {
+    let server = FakeApiServer::new();
+    let client = server.client();
+    for crd in crate::api::crds() {
+        server.seed(&crd).unwrap();
+    }
+    let ours = [(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned())];
+    for namespace in ["a", "b"] {
+        server
+            .seed(&Namespace {
+                metadata: ObjectMeta {
+                    name: Some(namespace.into()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            })
+            .unwrap();
+        let mut csv = super::super::store_trim::tests::csv(namespace, "widget-operator");
+        csv.metadata.labels = Some(ours.clone().into());
+        server.seed(&csv).unwrap();
+    }
+
+    let reflectors = Reflectors::new(client, Scope::Cluster);
+    let stores = reflectors.stores();
+    let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
+    let stored = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let key = |namespace| ObjectRef::new("widget.v1").within(namespace);
+            if let (Some(a), Some(b)) = (stores.csvs.get(&key("a")), stores.csvs.get(&key("b"))) {
+                return [a, b];
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("both CSVs reach the store");
+    let [a, b] = stored.map(|csv| csv.spec.install.spec.clone().unwrap());
+    assert!(Arc::ptr_eq(&a, &b), "one copy of the strategy");
+    assert_eq!(a.deployments[0].name, "widget-operator");
+    for csv in stores.csvs.state() {
+        let annotations = csv.metadata.annotations.as_ref().unwrap();
+        assert!(!annotations.contains_key("alm-examples"));
+        assert!(annotations.contains_key("opcat.dev/subscription"));
+        assert_eq!(csv.spec.provider, None);
+    }
+    for driver in drivers {
+        driver.abort();
+    }
+}
+
+#[tokio::test]
+async fn stored_deployments_keep_what_health_needs_but_not_the_pod_template() {
+    use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+
+    let server = FakeApiServer::new();
+    let client = server.client();
+    let labels: std::collections::BTreeMap<String, String> =
+        [(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned())].into();
+    let deployment = Deployment {
+        metadata: ObjectMeta {
+            name: Some("operator".into()),
+            namespace: Some("default".into()),
+            labels: Some(labels.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(2),
+            selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                match_labels: Some([("app".to_owned(), "operator".to_owned())].into()),
+                ..Default::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some([("app".to_owned(), "operator".to_owned())].into()),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "manager".into(),
+                        image: Some("registry.example.com/operator:v1".into()),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
+    };
+    server.seed(&deployment).unwrap();
+
+    let reflectors = Reflectors::new(client, Scope::Cluster);
+    let stores = reflectors.stores();
+    let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
+    let key = ObjectRef::new("operator").within("default");
+    let stored = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(stored) = stores.deployments.get(&key) {
+                return stored;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the Deployment reaches the store");
+    // The stored type has no pod template at all (see `DeploymentRollout`).
+    assert_eq!(stored.spec.as_ref().unwrap().replicas, Some(2));
+    assert_eq!(stored.metadata.labels.as_ref(), Some(&labels));
+    for driver in drivers {
+        driver.abort();
+    }
+}
