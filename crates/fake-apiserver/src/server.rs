@@ -64,6 +64,8 @@ pub(crate) struct Shared {
     pub(crate) cluster: Mutex<Cluster>,
     pub(crate) control: Mutex<Control>,
     pub(crate) bookmark_interval: Duration,
+    /// Watch lag by resource plural ([`FakeApiServer::set_watch_lag`]).
+    pub(crate) watch_lags: std::sync::RwLock<std::collections::HashMap<String, Duration>>,
 }
 
 impl Shared {
@@ -175,6 +177,7 @@ impl Builder {
                 cluster: Mutex::new(cluster),
                 control: Mutex::new(Control::default()),
                 bookmark_interval: self.bookmark_interval,
+                watch_lags: std::sync::RwLock::default(),
             }),
         }
     }
@@ -346,6 +349,22 @@ impl FakeApiServer {
     /// Drops every pending injected failure.
     pub fn clear_failures(&self) {
         self.shared.control().faults.clear();
+    }
+
+    /// Delivers every later watch event of `resource` (a plural: `secrets`) `lag` after it
+    /// happened, like a busy API server or a slow watch connection: a client's cache then
+    /// lags its own writes. `Duration::ZERO` delivers at once again.
+    pub fn set_watch_lag(&self, resource: &str, lag: Duration) {
+        let mut lags = self
+            .shared
+            .watch_lags
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lag.is_zero() {
+            lags.remove(resource);
+        } else {
+            lags.insert(resource.to_owned(), lag);
+        }
     }
 
     /// Delays every request by `latency` before it is served.

@@ -37,7 +37,8 @@ impl EventType {
 /// What a watch stream receives.
 #[derive(Debug)]
 pub(crate) enum WatchMsg {
-    Event(EventType, Arc<Value>),
+    /// An event, and when it happened (a watch lag counts from then).
+    Event(EventType, Arc<Value>, tokio::time::Instant),
     /// The resource stopped being served (its CRD was deleted).
     Closed,
 }
@@ -250,7 +251,10 @@ impl Store {
         let limit = self.history_limit;
         let bucket = self.buckets.entry(key.clone()).or_default();
         bucket.watchers.retain(|w| match deliver(&w.filter, &ev) {
-            Some((kind, obj)) => w.tx.send(WatchMsg::Event(kind, obj)).is_ok(),
+            Some((kind, obj)) => {
+                w.tx.send(WatchMsg::Event(kind, obj, tokio::time::Instant::now()))
+                    .is_ok()
+            }
             None => !w.tx.is_closed(),
         });
         bucket.history.push_back(ev);
@@ -419,7 +423,7 @@ mod tests {
             .unwrap();
         let a = s.insert(&key(), "ns", "a", cm("a", json!({})));
         assert_eq!(a["metadata"]["resourceVersion"], "2");
-        let Ok(WatchMsg::Event(EventType::Added, o)) = w.rx.try_recv() else {
+        let Ok(WatchMsg::Event(EventType::Added, o, _)) = w.rx.try_recv() else {
             panic!()
         };
         assert_eq!(o["metadata"]["name"], "a");
@@ -437,7 +441,7 @@ mod tests {
             .watch(&key(), filter, WatchFrom::After(s.current_rv()))
             .unwrap();
         s.update(&key(), "ns", "a", cm("a", json!({"app": "y"})));
-        let Ok(WatchMsg::Event(EventType::Deleted, o)) = w.rx.try_recv() else {
+        let Ok(WatchMsg::Event(EventType::Deleted, o, _)) = w.rx.try_recv() else {
             panic!()
         };
         assert_eq!(o["metadata"]["resourceVersion"], "3");

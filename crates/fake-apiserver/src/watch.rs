@@ -101,7 +101,10 @@ impl WatchStream {
             tokio::select! {
                 msg = self.rx.recv() => {
                     return match msg {
-                        Some(WatchMsg::Event(kind, obj)) => {
+                        Some(WatchMsg::Event(kind, obj, at)) => {
+                            if let Some(lag) = self.lag() {
+                                tokio::time::sleep_until(at + lag).await;
+                            }
                             Step::Send(event_line(
                                 &self.info,
                                 &self.version,
@@ -121,6 +124,13 @@ impl WatchStream {
                 () = sleep_until_opt(deadline) => return Step::End,
             }
         }
+    }
+
+    /// How late this resource's events reach watchers ([`crate::FakeApiServer::set_watch_lag`]).
+    fn lag(&self) -> Option<Duration> {
+        let shared = self.shared.upgrade()?;
+        let lags = shared.watch_lags.read().ok()?;
+        lags.get(&self.info.plural).copied()
     }
 
     /// The version this watcher has certainly seen everything up to: the current version,

@@ -284,3 +284,55 @@ async fn timeout_seconds_ends_the_stream() {
         .unwrap();
     assert!(all.is_empty());
 }
+
+/// A watch lag (a test control) delivers each event that long after it happened, in order,
+/// while reads see the change at once: what a client's cache lagging its own writes looks like.
+#[tokio::test]
+async fn a_watch_lag_delays_events_but_not_reads() {
+    let (server, client) = server();
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let lag = Duration::from_secs(1);
+    server.set_watch_lag("configmaps", lag);
+    let mut stream = api
+        .watch(&WatchParams::default().disable_bookmarks(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let start = tokio::time::Instant::now();
+    api.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("b", &[]))
+        .await
+        .unwrap();
+    assert!(
+        api.get_opt("b").await.unwrap().is_some(),
+        "reads are not lagged"
+    );
+    let first = next(&mut stream).await.unwrap();
+    assert!(
+        start.elapsed() >= lag,
+        "delivered after {:?}",
+        start.elapsed()
+    );
+    assert_eq!(name_of(&first), ("ADDED", "a".to_owned()));
+    assert_eq!(
+        name_of(&next(&mut stream).await.unwrap()),
+        ("ADDED", "b".to_owned())
+    );
+
+    server.set_watch_lag("configmaps", Duration::ZERO);
+    let again = tokio::time::Instant::now();
+    api.create(&PostParams::default(), &config_map("c", &[]))
+        .await
+        .unwrap();
+    assert_eq!(
+        name_of(&next(&mut stream).await.unwrap()),
+        ("ADDED", "c".to_owned())
+    );
+    assert!(
+        again.elapsed() < lag,
+        "no lag once cleared: {:?}",
+        again.elapsed()
+    );
+}
