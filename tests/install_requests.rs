@@ -71,4 +71,3 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
     assert_eq!(count(Verb::Get, "secrets", ""), 0, "{report}");
     assert_eq!(count(Verb::Create, "secrets", ""), 1, "{report}");
 }
-

@@ -263,6 +263,10 @@ async fn rotating_a_source_updates_every_copy_in_place() {
     }
     env.wait_quiet("installed").await;
     let requests_before = env.manager_requests();
+    // The manager's Secret watch lags its writes, as on a busy API server: the CSV reconciles
+    // a rotation triggers must not plan from copies the watch has not updated yet.
+    env.api
+        .set_watch_lag("secrets", std::time::Duration::from_millis(500));
 
     rotate(&env, CREDS, "rotated-2").await;
     let rotated = source_data(&env, CREDS);

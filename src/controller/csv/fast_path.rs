@@ -11,12 +11,17 @@
 //! CSV controller, so only a leader's manager writes, and it stops with it.
 //!
 //! A write is a replace under the `resourceVersion` read from the copy store: a copy that
-//! changed meanwhile gets a 409 and is left to the CSV reconcile. Copies are read from the
+//! changed meanwhile gets a 409 and is left to the CSV reconcile. The CSV reconciles are
+//! triggered once the copy store shows the writes (or after [`OBSERVE_WITHIN`]): triggered
+//! earlier, they planned from copies the watch had not updated yet and replaced them again
+//! under the old `resourceVersion`, a 409 and a retry each (about 3% of the copies at 2,000
+//! namespaces). Copies are read from the
 //! label-selected store, never listed (DESIGN invariant 11); events name objects, never data
 //! (invariant 8).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedSender;
 use futures::{Stream, StreamExt};
@@ -37,6 +42,13 @@ use crate::pull_secrets::vocabulary::EVENT_PULL_SECRET_ROTATED;
 use crate::pull_secrets::{CatalogRef, RotatingCatalog, RotationWrite, plan_rotation};
 
 const ACTION: &str = "PropagatePullSecrets";
+
+/// How long the fast path waits for the copy store to show its writes before it lets the CSV
+/// reconciles run anyway.
+const OBSERVE_WITHIN: Duration = Duration::from_secs(5);
+
+/// How often the copy store is looked at meanwhile.
+const OBSERVE_EVERY: Duration = Duration::from_millis(25);
 
 /// Handles every source change from `sources`, then sends its key to `handled` (the CSV
 /// controller's trigger). Runs until `sources` ends, the watches stop, or nobody listens on
@@ -123,12 +135,13 @@ async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
     }
     let planned = plan.writes.len();
     let concurrency = usize::from(context.settings.concurrency.max(1));
-    let written: Vec<CatalogRef> = futures::stream::iter(plan.writes)
+    let replaced: Vec<Replaced> = futures::stream::iter(plan.writes)
         .map(|write| write_one(context, echoes, key, write))
         .buffer_unordered(concurrency)
         .filter_map(std::future::ready)
         .collect()
         .await;
+    let written: Vec<&CatalogRef> = replaced.iter().map(|one| &one.catalog).collect();
     tracing::info!(
         namespace = %key.0,
         secret = %key.1,
@@ -158,6 +171,42 @@ async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
                 .await;
         }
     }
+    observed(context, replaced).await;
+}
+
+/// A copy the fast path replaced: its catalog, and the `resourceVersion` it replaced.
+struct Replaced {
+    catalog: CatalogRef,
+    copy: ObjectRef<Secret>,
+    before: Option<String>,
+}
+
+impl Replaced {
+    /// Whether the copy as stored (`None`: gone) shows the write: any version but the replaced
+    /// one (a later change shows it too).
+    fn seen_in(&self, stored: Option<&Secret>) -> bool {
+        stored.is_none_or(|copy| copy.metadata.resource_version != self.before)
+    }
+}
+
+/// Waits until the copy store shows every replaced copy, at most [`OBSERVE_WITHIN`].
+async fn observed(context: &Context, mut replaced: Vec<Replaced>) {
+    let deadline = tokio::time::Instant::now() + OBSERVE_WITHIN;
+    loop {
+        let store = &context.stores.copies;
+        replaced.retain(|one| !one.seen_in(store.get(&one.copy).as_deref()));
+        if replaced.is_empty() {
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::info!(
+                left = replaced.len(),
+                "the copy watch has not shown every rotated copy yet; reconciling the CSVs anyway"
+            );
+            return;
+        }
+        tokio::time::sleep(OBSERVE_EVERY).await;
+    }
 }
 
 /// The CatalogSources in the source's namespace that list it and are not being deleted.
@@ -177,14 +226,14 @@ fn listing_catalogs(context: &Context, key: &SecretKey) -> Vec<Arc<CatalogSource
     catalogs
 }
 
-/// Replaces one copy, then records the echo and counts the write. Returns its
-/// catalog when written; a failure (a 409 above all) is left to the CSV reconcile.
+/// Replaces one copy, then records the echo and counts the write. Returns what it replaced
+/// when written; a failure (a 409 above all) is left to the CSV reconcile.
 async fn write_one(
     context: &Context,
     echoes: &Echoes,
     key: &SecretKey,
     write: RotationWrite,
-) -> Option<CatalogRef> {
+) -> Option<Replaced> {
     let api: Api<Secret> = Api::namespaced(context.client.clone(), &write.namespace);
     match copies::replace(&api, &write.secret).await {
         Ok(written) => {
@@ -202,7 +251,11 @@ async fn write_one(
                 catalog = %write.catalog,
                 "pull-secret copy rotated"
             );
-            Some(write.catalog)
+            Some(Replaced {
+                copy: ObjectRef::new(&write.name).within(&write.namespace),
+                before: write.secret.metadata.resource_version,
+                catalog: write.catalog,
+            })
         }
         Err(error) => {
             let kind = api_error_kind(&error);
@@ -218,5 +271,45 @@ async fn write_one(
             }
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn replaced(before: &str) -> Replaced {
+        Replaced {
+            catalog: CatalogRef {
+                namespace: "olm".into(),
+                name: "private".into(),
+            },
+            copy: ObjectRef::new("copy").within("team-a"),
+            before: Some(before.into()),
+        }
+    }
+
+    fn stored(version: &str) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                resource_version: Some(version.into()),
+                ..ObjectMeta::default()
+            },
+            ..Secret::default()
+        }
+    }
+
+    #[test]
+    fn a_write_is_seen_once_the_store_holds_any_other_version_or_nothing() {
+        let write = replaced("41");
+        assert!(
+            !write.seen_in(Some(&stored("41"))),
+            "the store still has the replaced copy"
+        );
+        assert!(write.seen_in(Some(&stored("42"))), "the write");
+        assert!(write.seen_in(Some(&stored("57"))), "a later change");
+        assert!(write.seen_in(None), "deleted since");
     }
 }
