@@ -8,6 +8,23 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::*;
 
+/// Waits (10 s at most) until `store` holds `key`.
+async fn stored<K>(store: &Store<K>, key: &ObjectRef<K>, what: &str) -> Arc<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(stored) = store.get(key) {
+                return stored;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect(what)
+}
+
 #[tokio::test]
 async fn stored_objects_carry_no_managed_fields() {
     let server = FakeApiServer::new();
@@ -44,16 +61,7 @@ async fn stored_objects_carry_no_managed_fields() {
     let stores = reflectors.stores();
     let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
     let key = ObjectRef::new("copy").within("ops");
-    let stored = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            if let Some(stored) = stores.copies.get(&key) {
-                return stored;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the copy reaches the store");
+    let stored = stored(&stores.copies, &key, "the copy reaches the store").await;
     assert_eq!(stored.metadata.managed_fields, None);
     assert_eq!(stored.metadata.labels, copy.metadata.labels);
     for driver in drivers {
@@ -158,16 +166,12 @@ async fn stored_deployments_keep_what_health_needs_but_not_the_pod_template() {
     let stores = reflectors.stores();
     let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
     let key = ObjectRef::new("operator").within("default");
-    let stored = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            if let Some(stored) = stores.deployments.get(&key) {
-                return stored;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the Deployment reaches the store");
+    let stored = stored(
+        &stores.deployments,
+        &key,
+        "the Deployment reaches the store",
+    )
+    .await;
     // The stored type has no pod template at all (see `DeploymentRollout`).
     assert_eq!(stored.spec.as_ref().unwrap().replicas, Some(2));
     assert_eq!(stored.metadata.labels.as_ref(), Some(&labels));
