@@ -60,7 +60,13 @@ pub(super) async fn install(
     // Build the pull-secret inputs and plan.
     let own_accounts = crate::bundle::service_accounts(&read.bundle).used;
     let mut inputs = propagation_inputs(state, csv, namespace, read, own_accounts).await?;
-    let plan = inputs.plan(namespace, now.0, &state.restore_policy);
+    let mut plan = inputs.plan(namespace, now.0, &state.restore_policy);
+    let deferred = state
+        .rotating
+        .defer(&read.catalog.namespace, &mut plan.copy_writes);
+    if deferred > 0 {
+        tracing::debug!(namespace, csv = %name, deferred, "copy data left to the rotation fast path");
+    }
     let frozen = read.catalog_source.is_none();
     let pod_template_secrets = if frozen {
         existing_copy_names(&inputs)

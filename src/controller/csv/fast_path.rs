@@ -7,7 +7,9 @@
 //! It sits between the source notifications and the CSV controller: each changed source is
 //! handled here first, then passed on, so the CSV reconciles it triggers (which still run, and
 //! own everything the fast path leaves: recreates, labels, owners, missing copies, withdrawals)
-//! find the copies updated instead of racing the fast path into conflicts. It runs beside the
+//! find the copies updated instead of racing the fast path into conflicts. While it rotates a
+//! source, CSV reconciles that run anyway (a resync) leave that source's data-only copy updates
+//! to it ([`Rotating`]). It runs beside the
 //! CSV controller, so only a leader's manager writes, and it stops with it.
 //!
 //! A write is a replace under the `resourceVersion` read from the copy store: a copy that
@@ -33,6 +35,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::copies;
 use super::events::reference;
+use super::rotating::Rotating;
 use crate::api::CatalogSource;
 use crate::controller::apply::api_error_kind;
 use crate::controller::context::Context;
@@ -57,6 +60,7 @@ const OBSERVE_EVERY: Duration = Duration::from_millis(25);
 pub async fn run(
     context: Arc<Context>,
     echoes: Arc<Echoes>,
+    rotating: Arc<Rotating>,
     sources: impl Stream<Item = SecretKey> + Send,
     handled: UnboundedSender<SecretKey>,
 ) {
@@ -65,7 +69,9 @@ pub async fn run(
     }
     let mut sources = std::pin::pin!(sources);
     while let Some(key) = sources.next().await {
+        let rotation = rotating.start(&key);
         rotate(&context, &echoes, &key).await;
+        drop(rotation);
         if handled.unbounded_send(key).is_err() {
             return;
         }

@@ -35,6 +35,7 @@ mod preflight;
 mod propagation;
 mod report;
 mod requirements;
+mod rotating;
 mod rotations;
 mod service_accounts;
 mod status;
@@ -73,6 +74,8 @@ pub struct Csvs {
     restore_policy: RestorePolicy,
     /// Copies this process updated in place, until their watch events arrive.
     echoes: Arc<Echoes>,
+    /// Sources the rotation fast path is rotating now: their copies' new data is its to write.
+    rotating: Arc<rotating::Rotating>,
     /// Copy names a create found held by a foreign Secret.
     clashes: clashes::NameClashes,
     /// Versions of CSVs this reconciler wrote over (annotation, then status, in one reconcile):
@@ -92,10 +95,11 @@ impl Csvs {
 }
 
 impl Csvs {
-    fn new(context: Arc<Context>, echoes: Arc<Echoes>) -> Self {
+    fn new(context: Arc<Context>, echoes: Arc<Echoes>, rotating: Arc<rotating::Rotating>) -> Self {
         Self {
             context,
             echoes,
+            rotating,
             bundles: bundle::BundleCache::default(),
             preflight: preflight::PreflightCache::default(),
             restore_policy: RestorePolicy::default(),
@@ -127,10 +131,12 @@ pub fn controller(
     // Source changes reach the CSVs through the rotation fast path, which first updates the
     // copies that only need the new data.
     let echoes = Arc::new(Echoes::default());
+    let rotating = Arc::new(rotating::Rotating::default());
     let (handled, handled_sources) = futures::channel::mpsc::unbounded();
     let fast_path = fast_path::run(
         context.clone(),
         echoes.clone(),
+        rotating.clone(),
         context.source_secrets.subscribe(),
         handled,
     );
@@ -204,7 +210,7 @@ pub fn controller(
         reflectors.copies.subscribe(),
         reflectors.copies.subscribe_deleted(),
     );
-    let state = Arc::new(Csvs::new(context.clone(), echoes));
+    let state = Arc::new(Csvs::new(context.clone(), echoes, rotating));
     let run = wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
         .for_each(|_| std::future::ready(()));
     async move {
