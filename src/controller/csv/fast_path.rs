@@ -9,17 +9,16 @@
 //! own everything the fast path leaves: recreates, labels, owners, missing copies, withdrawals)
 //! find the copies updated instead of racing the fast path into conflicts. While it rotates a
 //! source, CSV reconciles that run anyway (a resync) leave that source's data-only copy updates
-//! to it ([`Rotating`]). It runs beside the
-//! CSV controller, so only a leader's manager writes, and it stops with it.
+//! to it ([`Rotating`]). It runs beside the CSV controller, so only a leader's manager writes,
+//! and it stops with it.
 //!
 //! A write is a replace under the `resourceVersion` read from the copy store: a copy that
 //! changed meanwhile gets a 409 and is left to the CSV reconcile. The CSV reconciles are
 //! triggered once the copy store shows the writes (or after [`OBSERVE_WITHIN`]): triggered
 //! earlier, they planned from copies the watch had not updated yet and replaced them again
 //! under the old `resourceVersion`, a 409 and a retry each (about 3% of the copies at 2,000
-//! namespaces). Copies are read from the
-//! label-selected store, never listed (DESIGN invariant 11); events name objects, never data
-//! (invariant 8).
+//! namespaces). Copies are read from the label-selected store, never listed (DESIGN
+//! invariant 11); events name objects, never data (invariant 8).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
