@@ -85,6 +85,7 @@ impl Trim for ClusterServiceVersion {
         }
     }
 }
+
 /// Clears the presentation of every owned and required API of `definitions`.
 fn clear_presentation<T>(
     definitions: &mut Option<ApiDefinitions<T>>,

@@ -14,11 +14,9 @@
 use std::fmt;
 
 use super::credentials::{Credential, ParsedConfig};
-use super::reference::ImageRef;
+use super::reference::{DOCKER_HUB, ImageRef};
 use super::secret::{PullSecret, SecretError};
 
-/// Docker Hub's canonical registry name (image references and keyrings normalise to it).
-pub(super) const DOCKER_HUB: &str = "docker.io";
 const DOCKER_HUB_ALIASES: [&str; 3] = ["docker.io", "index.docker.io", "registry-1.docker.io"];
 
 /// A set of registry credentials, each tagged with the secret it came from.

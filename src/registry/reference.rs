@@ -4,7 +4,6 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::digest::Digest;
-use super::keyring::DOCKER_HUB;
 
 /// A parsed image reference.
 ///
@@ -150,6 +149,9 @@ impl FromStr for ImageRef {
 
 /// The tag of a reference written with neither tag nor digest.
 const DEFAULT_TAG: &str = "latest";
+
+/// Docker Hub's canonical registry name (image references and keyrings normalise to it).
+pub(super) const DOCKER_HUB: &str = "docker.io";
 
 /// Splits a valid name into registry and repository, normalising Docker Hub names
 /// (`busybox` is `docker.io/library/busybox`) as oci-client and Docker do

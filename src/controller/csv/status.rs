@@ -257,12 +257,11 @@ mod tests {
     use std::sync::Arc;
 
     use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
-
-    use crate::controller::deployment_rollout::RolloutSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
+    use crate::controller::deployment_rollout::RolloutSpec;
 
     fn time(second: i64) -> Time {
         Time(Timestamp::from_second(second).unwrap())
