@@ -3,6 +3,7 @@
 //! Kubernetes API.
 
 pub mod apply;
+pub mod attached_service_account;
 pub mod backoff;
 pub mod catalog_source;
 pub mod catalogs;

@@ -1,17 +1,20 @@
 //! What a shared watch ([`super::stores`]) drops from an object before storing it, and which
 //! large parts it shares between stored objects.
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Resource;
 use kube::api::PartialObjectMeta;
 
 use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
+use crate::bundle::ownership::{CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL};
 use crate::interner::Interner;
 
+use super::attached_service_account::AttachedServiceAccount;
 use super::deployment_rollout::DeploymentRollout;
 
 /// Annotations a bundle's CSV carries for catalogs and consoles only, dropped from stored CSVs
@@ -106,11 +109,34 @@ fn clear_presentation<T>(
 impl Trim for InstallPlan {}
 impl Trim for OperatorGroup {}
 impl Trim for Secret {}
-impl Trim for ServiceAccount {}
 impl Trim for PartialObjectMeta<Namespace> {}
 
 /// Deployments are stored without their pod template by type ([`DeploymentRollout`]).
-impl Trim for DeploymentRollout {}
+impl Trim for DeploymentRollout {
+    /// Also drops the labels and annotations no reader reads: the health check and the CSV
+    /// trigger read the CSV labels, the CSV annotation and the owner references. The rest (the
+    /// bundle's labels, the applied hash, the Deployment controller's revision) cost a map
+    /// allocation per Deployment, two per install.
+    fn trim(&mut self) {
+        let meta = &mut self.metadata;
+        meta.managed_fields = None;
+        retain_keys(&mut meta.labels, &[CSV_LABEL, CSV_NAMESPACE_LABEL]);
+        retain_keys(&mut meta.annotations, &[CSV_ANNOTATION]);
+    }
+}
+
+/// Keeps only the entries of `map` under `keys`; an emptied map is dropped.
+fn retain_keys(map: &mut Option<BTreeMap<String, String>>, keys: &[&str]) {
+    if let Some(entries) = map {
+        entries.retain(|key, _| keys.contains(&key.as_str()));
+        if entries.is_empty() {
+            *map = None;
+        }
+    }
+}
+
+/// ServiceAccounts are stored with compact metadata by type ([`AttachedServiceAccount`]).
+impl Trim for AttachedServiceAccount {}
 
 #[cfg(test)]
 pub(super) mod tests {

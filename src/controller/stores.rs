@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -18,6 +18,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::{broadcast, watch};
 
+use super::attached_service_account::AttachedServiceAccount;
 use super::deployment_rollout::DeploymentRollout;
 pub use super::namespace_index::{Indexed, NamespaceIndex};
 use super::owned_objects::OwnedObjects;
@@ -156,7 +157,7 @@ pub struct Stores {
     pub copies: Store<Secret>,
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
     /// ServiceAccounts carrying opcat's pull-secret edits (label-selected).
-    pub service_accounts: Store<ServiceAccount>,
+    pub service_accounts: Store<AttachedServiceAccount>,
     /// What opcat created, metadata only, by the CSV it belongs to.
     pub owned: OwnedObjects,
     /// The namespaced stores that reconcilers and triggers read by namespace, with an index.
@@ -234,7 +235,7 @@ pub struct Reflectors {
     pub deployments: Shared<DeploymentRollout>,
     pub copies: Shared<Secret>,
     pub namespaces: Shared<PartialObjectMeta<Namespace>>,
-    pub service_accounts: Shared<ServiceAccount>,
+    pub service_accounts: Shared<AttachedServiceAccount>,
     pub owned: OwnedObjects,
 }
 

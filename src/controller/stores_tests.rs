@@ -125,15 +125,30 @@ async fn stored_deployments_keep_what_health_needs_but_not_the_pod_template() {
     use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
     use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 
+    use crate::bundle::ownership::{CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL};
+
     let server = FakeApiServer::new();
     let client = server.client();
-    let labels: std::collections::BTreeMap<String, String> =
-        [(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned())].into();
+    let pairs = |list: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        list.iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect()
+    };
     let deployment = Deployment {
         metadata: ObjectMeta {
             name: Some("operator".into()),
             namespace: Some("default".into()),
-            labels: Some(labels.clone()),
+            labels: Some(pairs(&[
+                (MANAGED_BY_LABEL, MANAGED_BY_VALUE),
+                (CSV_LABEL, "widget.v1"),
+                (CSV_NAMESPACE_LABEL, "default"),
+                ("app.kubernetes.io/name", "operator"),
+            ])),
+            annotations: Some(pairs(&[
+                ("opcat.dev/applied-hash", "0123456789"),
+                ("deployment.kubernetes.io/revision", "1"),
+                (CSV_ANNOTATION, "widget.v1"),
+            ])),
             ..ObjectMeta::default()
         },
         spec: Some(DeploymentSpec {
@@ -174,7 +189,11 @@ async fn stored_deployments_keep_what_health_needs_but_not_the_pod_template() {
     .await;
     // The stored type has no pod template at all (see `DeploymentRollout`).
     assert_eq!(stored.spec.as_ref().unwrap().replicas, Some(2));
-    assert_eq!(stored.metadata.labels.as_ref(), Some(&labels));
+    // Of the metadata maps, only what the health check and the CSV trigger read.
+    let wanted = pairs(&[(CSV_LABEL, "widget.v1"), (CSV_NAMESPACE_LABEL, "default")]);
+    assert_eq!(stored.metadata.labels.as_ref(), Some(&wanted));
+    let wanted = pairs(&[(CSV_ANNOTATION, "widget.v1")]);
+    assert_eq!(stored.metadata.annotations.as_ref(), Some(&wanted));
     for driver in drivers {
         driver.abort();
     }

@@ -278,7 +278,7 @@ pub async fn cached_service_accounts(
     let mut missing = BTreeSet::new();
     for name in names {
         match store.get(&ObjectRef::new(name).within(namespace)) {
-            Some(sa) => found.push((*sa).clone()),
+            Some(sa) => found.push(sa.to_service_account()),
             None => {
                 missing.insert(name.clone());
             }

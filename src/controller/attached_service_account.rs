@@ -1,0 +1,153 @@
+//! What the shared ServiceAccount watch keeps of a ServiceAccount opcat attached pull secrets to:
+//! the ServiceAccount without its metadata maps, which are held as [`CompactMeta`] (label and
+//! annotation strings shared between objects). The one reader, the pull-secret planner, gets a
+//! whole [`ServiceAccount`] back ([`AttachedServiceAccount::to_service_account`]).
+//!
+//! Why: a ServiceAccount opcat attached to carries four labels and two annotations; as an
+//! [`ObjectMeta`] those cost about 1.5 kB (two `BTreeMap` leaves of eleven slots and a `String`
+//! per key and value), three times the rest of the object. An install uses about three
+//! ServiceAccounts (scripts/bench-scale.sh: `default` and the two its bundle ships).
+//!
+//! It is the same API resource as a ServiceAccount (group, version, kind, plural), so `Api` and
+//! the watcher request `serviceaccounts` as usual; it is deserialised as a [`ServiceAccount`] and
+//! converted.
+
+use std::sync::LazyLock;
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
+
+use super::compact_meta::CompactMeta;
+use crate::interner::Strings;
+
+/// Label and annotation strings of stored ServiceAccounts, shared.
+static STRINGS: LazyLock<Strings> = LazyLock::new(Strings::new);
+
+/// A ServiceAccount as the shared watch stores it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(from = "ServiceAccount")]
+pub struct AttachedServiceAccount {
+    /// Name, namespace, `uid` and `resourceVersion` only (the store's key and what kube's
+    /// reflector reads); the rest of the metadata is in `meta`.
+    metadata: ObjectMeta,
+    meta: CompactMeta,
+    /// The ServiceAccount with empty metadata.
+    rest: ServiceAccount,
+}
+
+impl From<ServiceAccount> for AttachedServiceAccount {
+    fn from(mut service_account: ServiceAccount) -> Self {
+        let full = std::mem::take(&mut service_account.metadata);
+        let metadata = ObjectMeta {
+            name: full.name.clone(),
+            namespace: full.namespace.clone(),
+            uid: full.uid.clone(),
+            resource_version: full.resource_version.clone(),
+            ..ObjectMeta::default()
+        };
+        Self {
+            metadata,
+            meta: CompactMeta::new(full, &STRINGS),
+            rest: service_account,
+        }
+    }
+}
+
+impl AttachedServiceAccount {
+    /// The ServiceAccount as read (without its managed fields and creation details, which no
+    /// reader uses: see [`CompactMeta`]).
+    pub fn to_service_account(&self) -> ServiceAccount {
+        let namespace = self.metadata.namespace.as_deref().unwrap_or_default();
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        ServiceAccount {
+            metadata: self.meta.to_meta(namespace, name),
+            ..self.rest.clone()
+        }
+    }
+}
+
+impl k8s_openapi::Resource for AttachedServiceAccount {
+    const API_VERSION: &'static str = <ServiceAccount as k8s_openapi::Resource>::API_VERSION;
+    const GROUP: &'static str = <ServiceAccount as k8s_openapi::Resource>::GROUP;
+    const KIND: &'static str = <ServiceAccount as k8s_openapi::Resource>::KIND;
+    const VERSION: &'static str = <ServiceAccount as k8s_openapi::Resource>::VERSION;
+    const URL_PATH_SEGMENT: &'static str =
+        <ServiceAccount as k8s_openapi::Resource>::URL_PATH_SEGMENT;
+    type Scope = <ServiceAccount as k8s_openapi::Resource>::Scope;
+}
+
+impl k8s_openapi::Metadata for AttachedServiceAccount {
+    type Ty = ObjectMeta;
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::LocalObjectReference;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
+    use kube::ResourceExt;
+
+    use super::*;
+
+    fn attached() -> ServiceAccount {
+        let pairs = |list: &[(&str, &str)]| {
+            Some(
+                list.iter()
+                    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                    .collect(),
+            )
+        };
+        ServiceAccount {
+            metadata: ObjectMeta {
+                name: Some("widget-controller".into()),
+                namespace: Some("tenant-1".into()),
+                uid: Some("sa-uid".into()),
+                resource_version: Some("17".into()),
+                labels: pairs(&[("opcat.dev/pull-secrets", "attached")]),
+                annotations: pairs(&[("opcat.dev/added-pull-secrets", "[\"copy\"]")]),
+                ..ObjectMeta::default()
+            },
+            image_pull_secrets: Some(vec![
+                LocalObjectReference {
+                    name: "theirs".into(),
+                },
+                LocalObjectReference {
+                    name: "copy".into(),
+                },
+            ]),
+            automount_service_account_token: Some(false),
+            ..ServiceAccount::default()
+        }
+    }
+
+    #[test]
+    fn the_planner_reads_back_the_service_account_as_listed() {
+        let json = serde_json::to_value(attached()).unwrap();
+        let stored: AttachedServiceAccount = serde_json::from_value(json).unwrap();
+        assert_eq!(stored.to_service_account(), attached());
+        // kube's reflector keys the store by these.
+        assert_eq!(stored.name_any(), "widget-controller");
+        assert_eq!(stored.namespace().as_deref(), Some("tenant-1"));
+        assert_eq!(stored.resource_version().as_deref(), Some("17"));
+        assert_eq!(stored.uid().as_deref(), Some("sa-uid"));
+    }
+
+    #[test]
+    fn managed_fields_and_creation_details_are_not_stored() {
+        let mut listed = attached();
+        listed.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        listed.metadata.creation_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        let stored = AttachedServiceAccount::from(listed);
+        assert_eq!(stored.to_service_account(), attached());
+        assert_eq!(stored.metadata.labels, None);
+        assert_eq!(stored.rest.metadata, ObjectMeta::default());
+    }
+}
