@@ -10,6 +10,7 @@ use kube::api::PartialObjectMeta;
 
 use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
+use crate::api::install_plan_status::{PHASE_COMPLETE, PHASE_FAILED};
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::bundle::ownership::{CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL};
 use crate::interner::Interner;
@@ -106,7 +107,22 @@ fn clear_presentation<T>(
     }
 }
 
-impl Trim for InstallPlan {}
+impl Trim for InstallPlan {
+    /// Also drops the steps (`status.plan`) of a finished plan (`Complete` or `Failed`): a
+    /// finished plan is a record that no reconciler changes or reads the steps of (the
+    /// Subscription reconciler reads its phase, conditions and bundle record). A plan still
+    /// in progress keeps them: its reconciler writes its status over the stored one. The steps
+    /// are most of a plan in memory: a string per field of each object of the bundle, about
+    /// 6 kB for a bundle of 14 objects.
+    fn trim(&mut self) {
+        self.metadata.managed_fields = None;
+        if let Some(status) = &mut self.status
+            && matches!(status.phase.as_str(), PHASE_COMPLETE | PHASE_FAILED)
+        {
+            status.plan = None;
+        }
+    }
+}
 impl Trim for OperatorGroup {}
 impl Trim for Secret {}
 impl Trim for PartialObjectMeta<Namespace> {}
@@ -230,5 +246,33 @@ pub(super) mod tests {
         assert!(Arc::ptr_eq(&strategy(&first), &strategy(&second)));
         assert!(!Arc::ptr_eq(&strategy(&first), &strategy(&other)));
         assert_eq!(other.spec.install.deployments()[0].name, "other-operator");
+    }
+
+    #[test]
+    fn finished_plans_are_stored_without_their_steps() {
+        use crate::api::install_plan::{InstallPlanStatus, Step};
+        use crate::api::install_plan_status::PHASE_INSTALLING;
+
+        let plan = |phase: &str| InstallPlan {
+            metadata: ObjectMeta::default(),
+            spec: Default::default(),
+            status: Some(InstallPlanStatus {
+                phase: phase.into(),
+                catalog_sources: vec!["examples".into()],
+                plan: Some(vec![Step::default()]),
+                ..InstallPlanStatus::default()
+            }),
+        };
+        for phase in [PHASE_COMPLETE, PHASE_FAILED] {
+            let mut stored = plan(phase);
+            stored.trim();
+            let status = stored.status.unwrap();
+            assert_eq!(status.plan, None, "{phase}");
+            assert_eq!(status.phase, phase);
+            assert_eq!(status.catalog_sources, ["examples"]);
+        }
+        let mut installing = plan(PHASE_INSTALLING);
+        installing.trim();
+        assert_eq!(installing, plan(PHASE_INSTALLING));
     }
 }
