@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::PartialObjectMeta;
 
@@ -51,8 +52,33 @@ pub(super) trait Trim: Resource {
     }
 }
 
-impl Trim for CatalogSource {}
-impl Trim for Subscription {}
+/// The annotation `kubectl apply` keeps: the whole object as last applied, as large as the
+/// object itself, and read by no reconciler.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops `metadata.managedFields` and [`LAST_APPLIED`], for the kinds users write with
+/// `kubectl apply`. Not for ServiceAccounts: their pull-secret edit patches the annotations
+/// map as stored, and a map that looked absent would be replaced whole.
+fn trim_user_object(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(annotations) = &mut meta.annotations {
+        annotations.remove(LAST_APPLIED);
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
+    }
+}
+
+impl Trim for CatalogSource {
+    fn trim(&mut self) {
+        trim_user_object(&mut self.metadata);
+    }
+}
+impl Trim for Subscription {
+    fn trim(&mut self) {
+        trim_user_object(&mut self.metadata);
+    }
+}
 impl Trim for ClusterServiceVersion {
     /// Also drops what only user interfaces read: description, icon, keywords, maintainers,
     /// links, provider, and the presentation of owned and required APIs; and the bundle's
@@ -123,9 +149,17 @@ impl Trim for InstallPlan {
         }
     }
 }
-impl Trim for OperatorGroup {}
+impl Trim for OperatorGroup {
+    fn trim(&mut self) {
+        trim_user_object(&mut self.metadata);
+    }
+}
 impl Trim for Secret {}
-impl Trim for PartialObjectMeta<Namespace> {}
+impl Trim for PartialObjectMeta<Namespace> {
+    fn trim(&mut self) {
+        trim_user_object(&mut self.metadata);
+    }
+}
 
 /// Deployments are stored without their pod template by type ([`DeploymentRollout`]).
 impl Trim for DeploymentRollout {
@@ -246,6 +280,29 @@ pub(super) mod tests {
         assert!(Arc::ptr_eq(&strategy(&first), &strategy(&second)));
         assert!(!Arc::ptr_eq(&strategy(&first), &strategy(&other)));
         assert_eq!(other.spec.install.deployments()[0].name, "other-operator");
+    }
+
+    #[test]
+    fn objects_users_apply_are_stored_without_kubectls_copy() {
+        let annotations = |list: &[&str]| -> Option<BTreeMap<String, String>> {
+            Some(
+                list.iter()
+                    .map(|key| ((*key).to_owned(), "{}".to_owned()))
+                    .collect(),
+            )
+        };
+        let mut subscription = Subscription::new("widgets", Default::default());
+        subscription.metadata.annotations = annotations(&[LAST_APPLIED, "example.com/note"]);
+        subscription.trim();
+        assert_eq!(
+            subscription.metadata.annotations,
+            annotations(&["example.com/note"])
+        );
+
+        let mut group = OperatorGroup::new("tenant", Default::default());
+        group.metadata.annotations = annotations(&[LAST_APPLIED]);
+        group.trim();
+        assert_eq!(group.metadata.annotations, None);
     }
 
     #[test]
