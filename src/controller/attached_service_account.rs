@@ -67,27 +67,7 @@ impl AttachedServiceAccount {
     }
 }
 
-impl k8s_openapi::Resource for AttachedServiceAccount {
-    const API_VERSION: &'static str = <ServiceAccount as k8s_openapi::Resource>::API_VERSION;
-    const GROUP: &'static str = <ServiceAccount as k8s_openapi::Resource>::GROUP;
-    const KIND: &'static str = <ServiceAccount as k8s_openapi::Resource>::KIND;
-    const VERSION: &'static str = <ServiceAccount as k8s_openapi::Resource>::VERSION;
-    const URL_PATH_SEGMENT: &'static str =
-        <ServiceAccount as k8s_openapi::Resource>::URL_PATH_SEGMENT;
-    type Scope = <ServiceAccount as k8s_openapi::Resource>::Scope;
-}
-
-impl k8s_openapi::Metadata for AttachedServiceAccount {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+stored_form_of!(AttachedServiceAccount, ServiceAccount);
 
 #[cfg(test)]
 mod tests {

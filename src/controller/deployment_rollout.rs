@@ -30,26 +30,7 @@ pub struct RolloutSpec {
     pub replicas: Option<i32>,
 }
 
-impl k8s_openapi::Resource for DeploymentRollout {
-    const API_VERSION: &'static str = <Deployment as k8s_openapi::Resource>::API_VERSION;
-    const GROUP: &'static str = <Deployment as k8s_openapi::Resource>::GROUP;
-    const KIND: &'static str = <Deployment as k8s_openapi::Resource>::KIND;
-    const VERSION: &'static str = <Deployment as k8s_openapi::Resource>::VERSION;
-    const URL_PATH_SEGMENT: &'static str = <Deployment as k8s_openapi::Resource>::URL_PATH_SEGMENT;
-    type Scope = <Deployment as k8s_openapi::Resource>::Scope;
-}
-
-impl k8s_openapi::Metadata for DeploymentRollout {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+stored_form_of!(DeploymentRollout, Deployment);
 
 impl From<Deployment> for DeploymentRollout {
     fn from(deployment: Deployment) -> Self {

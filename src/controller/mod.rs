@@ -2,6 +2,35 @@
 //! build → apply → status. This module and its children are the only code that talks to the
 //! Kubernetes API.
 
+/// Makes `$stored`, a type a shared watch stores instead of the whole `$kind` object, the same
+/// API resource as `$kind` (group, version, kind, plural: `Api` and the watcher request it as
+/// usual, serde skips what it does not name), its metadata in the field `metadata`.
+macro_rules! stored_form_of {
+    ($stored:ty, $kind:ty) => {
+        impl k8s_openapi::Resource for $stored {
+            const API_VERSION: &'static str = <$kind as k8s_openapi::Resource>::API_VERSION;
+            const GROUP: &'static str = <$kind as k8s_openapi::Resource>::GROUP;
+            const KIND: &'static str = <$kind as k8s_openapi::Resource>::KIND;
+            const VERSION: &'static str = <$kind as k8s_openapi::Resource>::VERSION;
+            const URL_PATH_SEGMENT: &'static str =
+                <$kind as k8s_openapi::Resource>::URL_PATH_SEGMENT;
+            type Scope = <$kind as k8s_openapi::Resource>::Scope;
+        }
+
+        impl k8s_openapi::Metadata for $stored {
+            type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
 pub mod apply;
 pub mod attached_service_account;
 pub mod backoff;
