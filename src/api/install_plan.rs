@@ -94,6 +94,14 @@ impl Approval {
     }
 }
 
+impl InstallPlanStatus {
+    /// Whether the plan is a record: `Complete` or `Failed`, never changed again.
+    pub fn is_finished(&self) -> bool {
+        use super::install_plan_status::{PHASE_COMPLETE, PHASE_FAILED};
+        matches!(self.phase.as_str(), PHASE_COMPLETE | PHASE_FAILED)
+    }
+}
+
 /// Observed state of an InstallPlan.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -11,7 +11,6 @@ use kube::api::PartialObjectMeta;
 
 use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
-use crate::api::install_plan_status::{PHASE_COMPLETE, PHASE_FAILED};
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
 use crate::bundle::ownership::{CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL};
 use crate::interner::Interner;
@@ -61,12 +60,7 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 /// map as stored, and a map that looked absent would be replaced whole.
 fn trim_user_object(meta: &mut ObjectMeta) {
     meta.managed_fields = None;
-    if let Some(annotations) = &mut meta.annotations {
-        annotations.remove(LAST_APPLIED);
-        if annotations.is_empty() {
-            meta.annotations = None;
-        }
-    }
+    keep_entries(&mut meta.annotations, |key| key != LAST_APPLIED);
 }
 
 impl Trim for CatalogSource {
@@ -143,7 +137,7 @@ impl Trim for InstallPlan {
     fn trim(&mut self) {
         self.metadata.managed_fields = None;
         if let Some(status) = &mut self.status
-            && matches!(status.phase.as_str(), PHASE_COMPLETE | PHASE_FAILED)
+            && status.is_finished()
         {
             status.plan = None;
         }
@@ -170,15 +164,17 @@ impl Trim for DeploymentRollout {
     fn trim(&mut self) {
         let meta = &mut self.metadata;
         meta.managed_fields = None;
-        retain_keys(&mut meta.labels, &[CSV_LABEL, CSV_NAMESPACE_LABEL]);
-        retain_keys(&mut meta.annotations, &[CSV_ANNOTATION]);
+        keep_entries(&mut meta.labels, |key| {
+            [CSV_LABEL, CSV_NAMESPACE_LABEL].contains(&key)
+        });
+        keep_entries(&mut meta.annotations, |key| key == CSV_ANNOTATION);
     }
 }
 
-/// Keeps only the entries of `map` under `keys`; an emptied map is dropped.
-fn retain_keys(map: &mut Option<BTreeMap<String, String>>, keys: &[&str]) {
+/// Keeps only the entries of `map` whose key `keep` accepts; an emptied map is dropped.
+fn keep_entries(map: &mut Option<BTreeMap<String, String>>, keep: impl Fn(&str) -> bool) {
     if let Some(entries) = map {
-        entries.retain(|key, _| keys.contains(&key.as_str()));
+        entries.retain(|key, _| keep(key));
         if entries.is_empty() {
             *map = None;
         }
@@ -308,7 +304,7 @@ pub(super) mod tests {
     #[test]
     fn finished_plans_are_stored_without_their_steps() {
         use crate::api::install_plan::{InstallPlanStatus, Step};
-        use crate::api::install_plan_status::PHASE_INSTALLING;
+        use crate::api::install_plan_status::{PHASE_COMPLETE, PHASE_FAILED, PHASE_INSTALLING};
 
         let plan = |phase: &str| InstallPlan {
             metadata: ObjectMeta::default(),

@@ -5,7 +5,7 @@
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::api::install_plan_status::{PHASE_COMPLETE, PHASE_FAILED};
+use crate::api::install_plan::InstallPlanStatus;
 use crate::api::{CatalogSource, InstallPlan};
 use crate::controller::plan_record;
 use crate::controller::source_secrets::SecretKey;
@@ -14,7 +14,7 @@ use crate::controller::source_secrets::SecretKey;
 pub fn is_finished(plan: &InstallPlan) -> bool {
     plan.status
         .as_ref()
-        .is_some_and(|status| matches!(status.phase.as_str(), PHASE_COMPLETE | PHASE_FAILED))
+        .is_some_and(InstallPlanStatus::is_finished)
 }
 
 /// Unfinished plans installing a bundle from `namespace/name`.

@@ -26,7 +26,7 @@ use kube::ResourceExt;
 use super::catalog_health::is_healthy;
 use super::install::{Install, install};
 use super::problem::problem;
-use crate::api::install_plan_status::{PHASE_COMPLETE, PHASE_FAILED};
+use crate::api::install_plan::InstallPlanStatus;
 use crate::api::{
     CatalogSource, ClusterServiceVersion, ClusterServiceVersionPhase, InstallPlan, Subscription,
 };
@@ -130,7 +130,7 @@ pub fn is_unfinished(plan: &InstallPlan) -> bool {
     !plan
         .status
         .as_ref()
-        .is_some_and(|status| matches!(status.phase.as_str(), PHASE_COMPLETE | PHASE_FAILED))
+        .is_some_and(InstallPlanStatus::is_finished)
 }
 
 /// The installed CSV: the latest plan's CSV when it exists, else `status.installedCSV` when that
