@@ -227,3 +227,38 @@ fn rendering_is_deterministic() {
         );
     }
 }
+
+#[test]
+fn only_the_rbac_opcat_names_is_marked_as_named_by_opcat() {
+    let bundle = load(&fixture("gizmo"));
+    let rendered = Install::own(&bundle, "gizmos").render(&bundle);
+    // The bundle's own RBAC manifests keep the names it chose: the controller looks for a
+    // foreign object there before applying.
+    for (kind, name_) in [
+        ("Role", "gizmo-leader"),
+        ("RoleBinding", "gizmo-leader"),
+        ("ClusterRole", "gizmo-viewer"),
+    ] {
+        let namespace = (kind != "ClusterRole").then_some("gizmos");
+        let object = find(&rendered.rbac, kind, namespace, name_);
+        assert!(!rendered.has_hashed_name(object), "{kind} {name_}");
+    }
+    let hashed: Vec<&DynamicObject> = rendered
+        .rbac
+        .iter()
+        .filter(|object| rendered.has_hashed_name(object))
+        .collect();
+    assert!(!hashed.is_empty(), "the CSV's permissions render RBAC");
+    assert_eq!(hashed.len(), rendered.hashed_names.len());
+    for object in rendered.in_apply_order() {
+        if !hashed.contains(&object) {
+            continue;
+        }
+        let kind = object.types.as_ref().unwrap().kind.as_str();
+        assert!(
+            ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"].contains(&kind),
+            "{kind} {}",
+            name(object)
+        );
+    }
+}

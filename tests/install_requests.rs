@@ -1,7 +1,7 @@
 //! The API requests of one install (issue 12): a Subscription to a catalog with a pull secret,
 //! through its InstallPlan and CSV to `Succeeded`, stays within a budget of Events and status
-//! writes, and creates its pull-secret copies without reading first. Counted from the in-memory
-//! API server's per-client counters, not timed.
+//! writes, and creates its pull-secret copies and the RBAC opcat names without reading first.
+//! Counted from the in-memory API server's per-client counters, not timed.
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod subscription_support;
@@ -67,6 +67,19 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
         count(Verb::Patch, "subscriptions", "status") <= 3,
         "{report}"
     );
+    // The RBAC opcat names with a hash over its content is created without a GET first;
+    // objects the bundle names are still looked up, so a foreign one is not taken over.
+    for resource in [
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "clusterrolebindings",
+    ] {
+        assert_eq!(count(Verb::Get, resource, ""), 0, "{resource}: {report}");
+        assert!(count(Verb::Patch, resource, "") > 0, "{resource}: {report}");
+    }
+    assert_eq!(count(Verb::Get, "deployments", ""), 2, "{report}");
+    assert_eq!(count(Verb::Get, "services", ""), 1, "{report}");
     // Copies are created first: no GET of a copy's name to find nothing there.
     assert_eq!(count(Verb::Get, "secrets", ""), 0, "{report}");
     assert_eq!(count(Verb::Create, "secrets", ""), 1, "{report}");

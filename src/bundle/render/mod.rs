@@ -29,7 +29,7 @@ mod rbac;
 mod serving;
 mod webhooks;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::DynamicObject;
@@ -99,6 +99,11 @@ pub struct RenderedBundle {
     /// name. They are not in [`RenderedBundle::service_accounts`]; the controller attaches them
     /// with the same read-modify-write as the copies, so entries others added are kept.
     pub bundle_pull_secrets: BTreeMap<String, Vec<String>>,
+    /// Kind, namespace and name of each object whose name opcat derives with a hash over the
+    /// object's inputs (the RBAC generated from `permissions` and `clusterPermissions`). Nothing
+    /// else names an object so, so the controller creates these without first reading the name
+    /// to look for a foreign object there (issue 12).
+    pub hashed_names: BTreeSet<(String, Option<String>, String)>,
 }
 
 impl RenderedBundle {
@@ -111,6 +116,17 @@ impl RenderedBundle {
             .chain(&self.deployments)
             .chain(&self.others)
             .chain(&self.webhooks)
+    }
+
+    /// Whether opcat derived `object`'s name with a hash over its inputs
+    /// ([`RenderedBundle::hashed_names`]).
+    pub fn has_hashed_name(&self, object: &DynamicObject) -> bool {
+        let (kind, namespace, name) = key(object);
+        self.hashed_names.contains(&(
+            kind.to_owned(),
+            namespace.map(str::to_owned),
+            name.to_owned(),
+        ))
     }
 }
 
@@ -205,6 +221,17 @@ pub fn render(bundle: &Bundle, context: &RenderContext<'_>) -> Result<RenderedBu
         context,
         &stamp,
     )?;
+    let hashed_names = rbac_objects
+        .iter()
+        .map(|object| {
+            let (kind, namespace, name) = key(object);
+            (
+                kind.to_owned(),
+                namespace.map(str::to_owned),
+                name.to_owned(),
+            )
+        })
+        .collect();
     let mut crds = Vec::new();
     let mut others = Vec::new();
     let mut service_account_manifests = Vec::new();
@@ -244,6 +271,7 @@ pub fn render(bundle: &Bundle, context: &RenderContext<'_>) -> Result<RenderedBu
     Ok(RenderedBundle {
         service_accounts: sorted(accounts)?,
         rbac: sorted(rbac_objects)?,
+        hashed_names,
         crds: sorted(crds)?,
         deployments: sorted(deployments)?,
         others: sorted(others)?,

@@ -132,8 +132,9 @@ pub(super) async fn install(
     attach_bundle_pull_secrets(state, namespace, &rendered, now).await?;
     // (3) RBAC, (4) CRDs.
     let no_force = |_: &DynamicObject, _: &DynamicObject| false;
-    objects::apply_all(context, &rendered.rbac, &live, no_force).await?;
-    objects::apply_all(context, &rendered.crds, &live, no_force).await?;
+    let hashed = |object: &DynamicObject| rendered.has_hashed_name(object);
+    objects::apply_all(context, &rendered.rbac, &live, hashed, no_force).await?;
+    objects::apply_all(context, &rendered.crds, &live, hashed, no_force).await?;
     let waiting = objects::unestablished_crds(client, &rendered.crds, &rendered.others).await?;
     // Preflight, before the Deployments exist on a first install; it reports, never blocks.
     let preflight = preflight(state, read, &plan, frozen, now).await;
@@ -161,9 +162,9 @@ pub(super) async fn install(
     };
     let lists_stale = |_: &DynamicObject, live: &DynamicObject| lists_any(live, &stale);
     certificates::write(context, csv, &certificates).await?;
-    objects::apply_all(context, &rendered.deployments, &live, lists_stale).await?;
+    objects::apply_all(context, &rendered.deployments, &live, hashed, lists_stale).await?;
     // (6) The rest, webhooks, then the sweep and the copies nobody uses.
-    objects::apply_all(context, &rendered.others, &live, no_force).await?;
+    objects::apply_all(context, &rendered.others, &live, hashed, no_force).await?;
     webhooks::apply(context, namespace, &rendered, &live).await?;
     let mut keep: BTreeSet<ObjectKey> = rendered.in_apply_order().map(ObjectKey::of).collect();
     keep.extend(certificates.keys());

@@ -58,13 +58,16 @@ pub(super) fn is_opcat(object: &impl ResourceExt) -> bool {
 /// Applies `objects` in order. An object not labelled for this CSV is looked up by name
 /// first (in the watch cache of opcat's objects, else by a GET): one that exists without
 /// opcat's label is not taken over (CRDs excepted: they are adopted, as OLM does, and never
-/// deleted). An object the cache shows verified and with the desired metadata is converged
-/// without a request; any other is read whole for the drift check. Returns how many objects
-/// were written.
+/// deleted). Objects whose names opcat derives with a hash over their content
+/// (`hashed_name`) skip the GET: no one else names an object so, and a name no watch shows
+/// is absent at a first install. An object the cache shows verified and with the desired
+/// metadata is converged without a request; any other is read whole for the drift check.
+/// Returns how many objects were written.
 pub async fn apply_all(
     context: &Context,
     objects: &[DynamicObject],
     live: &LabelledObjects,
+    hashed_name: impl Fn(&DynamicObject) -> bool,
     force: impl Fn(&DynamicObject, &DynamicObject) -> bool,
 ) -> Result<usize, CsvError> {
     let owned = &context.stores.owned;
@@ -92,7 +95,7 @@ pub async fn apply_all(
             verified = Some(cached.verified);
             current = Some(super::observe::metadata_only(cached));
         }
-        if current.is_none() {
+        if current.is_none() && !hashed_name(object) {
             current = get(context, &resource, object).await?;
             if let Some(existing) = &current
                 && !is_opcat(existing)

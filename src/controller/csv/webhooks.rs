@@ -64,7 +64,8 @@ pub(super) async fn apply(
         }
     }
     let no_force = |_: &DynamicObject, _: &DynamicObject| false;
-    objects::apply_all(context, &rendered.webhooks, live, no_force).await?;
+    let hashed = |object: &DynamicObject| rendered.has_hashed_name(object);
+    objects::apply_all(context, &rendered.webhooks, live, hashed, no_force).await?;
 
     let crds: Api<CustomResourceDefinition> = Api::all(context.client.clone());
     for conversion in &rendered.conversions {
