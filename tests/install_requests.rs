@@ -61,12 +61,8 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
         "{report}"
     );
     // No write in the reconcile that created the plan; the plan's completion, the CSV and its
-    // pull-secret report are awaited for a moment and written together (two writes at most,
-    // should the report come late).
-    assert!(
-        count(Verb::Patch, "subscriptions", "status") <= 3,
-        "{report}"
-    );
+    // pull-secret report are awaited and written together.
+    assert_eq!(count(Verb::Patch, "subscriptions", "status"), 1, "{report}");
     // The RBAC opcat names with a hash over its content is created without a GET first;
     // objects the bundle names are still looked up, so a foreign one is not taken over.
     for resource in [

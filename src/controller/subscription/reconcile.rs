@@ -82,6 +82,18 @@ pub async fn reconcile(
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
 
+    if records_installed_first(&subscription, &decision) {
+        // The installed CSV succeeded and an upgrade is due before the status showed that CSV
+        // (its install's steps were awaited, see `settle`): the status records it first, at
+        // latest known, and the upgrade is planned by the reconcile its write brings.
+        drop(guard);
+        let recorded = Decision {
+            installed: decision.installed.clone(),
+            step: Step::AtLatest,
+        };
+        write_status(&ctx, &subscription, &observed, &recorded, &observed.plans).await?;
+        return Ok(Action::requeue(context.settings.wait_requeue));
+    }
     let mut plans = observed.plans.clone();
     let mut created = false;
     if let Step::Install(install) = &decision.step
@@ -104,7 +116,7 @@ pub async fn reconcile(
     }
     let moving_to = current_csv(&decision, &plans, subscription.status.as_ref(), &name);
     let now = k8s_openapi::jiff::Timestamp::now();
-    if let Some(wait) = settling(moving_to.as_deref(), &plans, now) {
+    if let Some(wait) = settling(moving_to.as_deref(), &plans, &observed.csvs, now) {
         return Ok(Action::requeue(wait));
     }
     write_status(&ctx, &subscription, &observed, &decision, &plans).await?;
@@ -118,6 +130,18 @@ pub async fn reconcile(
         Step::Install(_) if !created => Action::requeue(context.settings.resync),
         _ => Action::requeue(context.settings.wait_requeue),
     })
+}
+
+/// Whether `decision` plans an upgrade from an installed CSV that the status does not show as
+/// installed yet: readers see each installed version at latest known before it is replaced.
+fn records_installed_first(subscription: &Subscription, decision: &Decision) -> bool {
+    let recorded = subscription
+        .status
+        .as_ref()
+        .and_then(|status| status.installed_csv.as_deref());
+    matches!(decision.step, Step::Install(_))
+        && decision.installed.is_some()
+        && decision.installed.as_deref() != recorded
 }
 
 /// Waits until the stores listed once (`false`: the manager is stopping first).
