@@ -127,6 +127,11 @@ async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
             return;
         }
     };
+    // The plan owns what it writes. Released now, the snapshot does not keep every copy's old
+    // version alive beside the new one the watch stores as the writes land (at 10,000
+    // namespaces the rotation was the controller's peak memory, scripts/bench-scale.sh).
+    drop(copies);
+    drop(namespaces);
     for skipped in &plan.skipped {
         tracing::debug!(
             namespace = %skipped.namespace,
