@@ -121,12 +121,10 @@ impl RenderedBundle {
     /// Whether opcat derived `object`'s name with a hash over its inputs
     /// ([`RenderedBundle::hashed_names`]).
     pub fn has_hashed_name(&self, object: &DynamicObject) -> bool {
-        let (kind, namespace, name) = key(object);
-        self.hashed_names.contains(&(
-            kind.to_owned(),
-            namespace.map(str::to_owned),
-            name.to_owned(),
-        ))
+        let wanted = key(object);
+        self.hashed_names.iter().any(|(kind, namespace, name)| {
+            (kind.as_str(), namespace.as_deref(), name.as_str()) == wanted
+        })
     }
 }
 

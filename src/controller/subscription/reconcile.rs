@@ -17,7 +17,7 @@ use super::install::Install;
 use super::observe::{Observed, observe};
 use super::plan_builder::{PlanInputs, build_install_plan};
 use super::report::{Report, read_report};
-use super::settle::settling;
+use super::settle::{records_installed_first, settling};
 use super::status::{StatusInputs, current_csv, desired_status, plan_listing, report_source};
 use crate::api::conditions::find_condition;
 use crate::api::subscription_status::RESOLUTION_FAILED;
@@ -130,18 +130,6 @@ pub async fn reconcile(
         Step::Install(_) if !created => Action::requeue(context.settings.resync),
         _ => Action::requeue(context.settings.wait_requeue),
     })
-}
-
-/// Whether `decision` plans an upgrade from an installed CSV that the status does not show as
-/// installed yet: readers see each installed version at latest known before it is replaced.
-fn records_installed_first(subscription: &Subscription, decision: &Decision) -> bool {
-    let recorded = subscription
-        .status
-        .as_ref()
-        .and_then(|status| status.installed_csv.as_deref());
-    matches!(decision.step, Step::Install(_))
-        && decision.installed.is_some()
-        && decision.installed.as_deref() != recorded
 }
 
 /// Waits until the stores listed once (`false`: the manager is stopping first).

@@ -50,6 +50,14 @@ pub enum Report {
     Malformed(String),
 }
 
+/// Whether `csv` carries a report (readable or not), without reading it.
+pub fn has_report(csv: &ClusterServiceVersion) -> bool {
+    csv.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|annotations| annotations.contains_key(PULL_SECRETS_REPORT))
+}
+
 /// Reads the report of `csv`.
 pub fn read_report(csv: Option<&ClusterServiceVersion>) -> Report {
     let Some(text) = csv

@@ -19,10 +19,11 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use super::report::{Report, read_report};
+use super::decide::{Decision, Step};
+use super::report::has_report;
 use super::status::plan_for;
 use crate::api::install_plan_status::PHASE_COMPLETE;
-use crate::api::{ClusterServiceVersion, InstallPlan};
+use crate::api::{ClusterServiceVersion, InstallPlan, Subscription};
 use crate::timing::left_of;
 
 /// How long after a plan's creation its install's steps are awaited. Alone, an install's steps
@@ -59,8 +60,23 @@ fn next_step_pending(plan: &InstallPlan, csv: Option<&ClusterServiceVersion>) ->
     }
     match csv {
         None => true,
-        Some(csv) => csv.status.is_none() && read_report(Some(csv)) == Report::Absent,
+        Some(csv) => csv.status.is_none() && !has_report(csv),
     }
+}
+
+/// Whether `decision` plans an upgrade from an installed CSV that the status of
+/// `subscription` does not show as installed yet. Waiting for an install's steps means the CSV
+/// may have succeeded, and an upgrade be due, before the first write: the status then records
+/// the installed CSV first, so readers see each installed version at latest known before it is
+/// replaced.
+pub fn records_installed_first(subscription: &Subscription, decision: &Decision) -> bool {
+    let recorded = subscription
+        .status
+        .as_ref()
+        .and_then(|status| status.installed_csv.as_deref());
+    matches!(decision.step, Step::Install(_))
+        && decision.installed.is_some()
+        && decision.installed.as_deref() != recorded
 }
 
 #[cfg(test)]
@@ -152,5 +168,36 @@ mod tests {
         let soon = created + SignedDuration::from_secs(1);
         assert_eq!(settling(None, &pending, &none, soon), None);
         assert_eq!(settling(Some("other.v1"), &pending, &none, soon), None);
+    }
+    #[test]
+    fn an_upgrade_waits_until_the_status_shows_the_csv_it_replaces() {
+        use crate::api::subscription::SubscriptionStatus;
+        use crate::controller::subscription::install::Install;
+
+        let mut subscription = Subscription::new("widgets", Default::default());
+        let upgrade = |installed: Option<&str>| Decision {
+            installed: installed.map(str::to_owned),
+            step: Step::Install(Install::new("widgets", Vec::new())),
+        };
+        // The installed CSV succeeded before any status write: record it first.
+        assert!(records_installed_first(&subscription, &upgrade(Some(CSV))));
+        let mut status = SubscriptionStatus::new(Time(Timestamp::now()));
+        status.installed_csv = Some(CSV.to_owned());
+        subscription.status = Some(status);
+        // Recorded: the upgrade is planned.
+        assert!(!records_installed_first(&subscription, &upgrade(Some(CSV))));
+        // A newer installed CSV than the one recorded is recorded first too.
+        assert!(records_installed_first(
+            &subscription,
+            &upgrade(Some("widget-operator.v1.2.0"))
+        ));
+        // A first install has nothing to record; other steps plan nothing.
+        subscription.status = None;
+        assert!(!records_installed_first(&subscription, &upgrade(None)));
+        let at_latest = Decision {
+            installed: Some(CSV.to_owned()),
+            step: Step::AtLatest,
+        };
+        assert!(!records_installed_first(&subscription, &at_latest));
     }
 }
