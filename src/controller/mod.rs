@@ -56,6 +56,7 @@ pub mod resources;
 pub mod source_secrets;
 pub mod status_diff;
 mod store_trim;
+pub mod stored_copy;
 pub mod stores;
 pub mod subscription;
 pub mod wiring;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::PartialObjectMeta;
@@ -17,6 +17,7 @@ use crate::interner::Interner;
 
 use super::attached_service_account::AttachedServiceAccount;
 use super::deployment_rollout::DeploymentRollout;
+use super::stored_copy::StoredCopy;
 
 /// Annotations a bundle's CSV carries for catalogs and consoles only, dropped from stored CSVs
 /// (see [`Trim`]'s implementation for [`ClusterServiceVersion`]). `alm-examples` alone is
@@ -148,7 +149,8 @@ impl Trim for OperatorGroup {
         trim_user_object(&mut self.metadata);
     }
 }
-impl Trim for Secret {}
+/// Copies are stored with compact metadata and shared data by type ([`StoredCopy`]).
+impl Trim for StoredCopy {}
 impl Trim for PartialObjectMeta<Namespace> {
     fn trim(&mut self) {
         trim_user_object(&mut self.metadata);

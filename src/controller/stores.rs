@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -23,6 +23,7 @@ use super::deployment_rollout::DeploymentRollout;
 pub use super::namespace_index::{Indexed, NamespaceIndex};
 use super::owned_objects::OwnedObjects;
 use super::store_trim::Trim;
+use super::stored_copy::StoredCopy;
 use crate::api::{
     CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, MANAGED_LABEL_VALUE,
     OperatorGroup, Subscription,
@@ -154,7 +155,7 @@ pub struct Stores {
     pub install_plans: Store<InstallPlan>,
     pub operator_groups: Store<OperatorGroup>,
     pub deployments: Store<DeploymentRollout>,
-    pub copies: Store<Secret>,
+    pub copies: Store<StoredCopy>,
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
     /// ServiceAccounts carrying opcat's pull-secret edits (label-selected).
     pub service_accounts: Store<AttachedServiceAccount>,
@@ -173,7 +174,7 @@ pub struct Namespaced {
     pub csvs: Indexed<ClusterServiceVersion>,
     pub install_plans: Indexed<InstallPlan>,
     pub operator_groups: Indexed<OperatorGroup>,
-    pub copies: Indexed<Secret>,
+    pub copies: Indexed<StoredCopy>,
 }
 
 /// The shared watches stopped (the manager is stopping) before every one had listed.
@@ -233,7 +234,7 @@ pub struct Reflectors {
     pub install_plans: Shared<InstallPlan>,
     pub operator_groups: Shared<OperatorGroup>,
     pub deployments: Shared<DeploymentRollout>,
-    pub copies: Shared<Secret>,
+    pub copies: Shared<StoredCopy>,
     pub namespaces: Shared<PartialObjectMeta<Namespace>>,
     pub service_accounts: Shared<AttachedServiceAccount>,
     pub owned: OwnedObjects,

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use fake_apiserver::FakeApiServer;
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 
@@ -62,6 +63,7 @@ async fn stored_objects_carry_no_managed_fields() {
     let drivers: Vec<_> = reflectors.drive().into_iter().map(tokio::spawn).collect();
     let key = ObjectRef::new("copy").within("ops");
     let stored = stored(&stores.copies, &key, "the copy reaches the store").await;
+    let stored = stored.to_secret();
     assert_eq!(stored.metadata.managed_fields, None);
     assert_eq!(stored.metadata.labels, copy.metadata.labels);
     for driver in drivers {

@@ -49,7 +49,9 @@ pub use plan::{
 pub use pod_template::{inject, pod_service_account, remove};
 pub use preflight::{ImageCheck, ImageOutcome, credentials_condition};
 pub use report::{EventObject, PlanEvent};
-pub use rotation::{RotatingCatalog, RotationPlan, RotationWrite, Skip, Skipped, plan_rotation};
+pub use rotation::{
+    RotatingCatalog, RotationPlan, RotationWrite, Skip, Skipped, plan_rotation, rotation_write,
+};
 pub use scope::{NotPropagated, propagation_allowed};
 pub use selector::{SelectorError, parse_selector};
 pub use service_account::{RestorePolicy, ServiceAccountEdit, attach, detach};

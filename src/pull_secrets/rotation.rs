@@ -10,6 +10,7 @@
 //! name clash, a copy without owners, a namespace that withdrew consent) is the CSV reconcile's,
 //! which still runs for every CSV of the catalogs.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -27,9 +28,10 @@ pub struct RotatingCatalog<'a> {
     pub annotations: Option<&'a BTreeMap<String, String>>,
 }
 
-/// One copy to update in place: the existing object with the new data, same name, uid and
-/// `resourceVersion` (a replace under optimistic concurrency, DESIGN invariant 4).
-#[derive(Clone, PartialEq)]
+/// One copy to update in place. It names the copy, not the object to write: the write is built
+/// from the copy as stored when it is sent ([`rotation_write`]), so a plan for 10,000 copies
+/// does not hold 10,000 Secrets while the writes go out one by one.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RotationWrite {
     /// Namespace of the copy.
     pub namespace: String,
@@ -37,19 +39,6 @@ pub struct RotationWrite {
     pub name: String,
     /// The catalog the copy belongs to.
     pub catalog: CatalogRef,
-    /// The object to write.
-    pub secret: Secret,
-}
-
-impl std::fmt::Debug for RotationWrite {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RotationWrite")
-            .field("namespace", &self.namespace)
-            .field("name", &self.name)
-            .field("catalog", &self.catalog)
-            .field("secret", &super::copy::Redacted(&self.secret))
-            .finish()
-    }
 }
 
 /// Why a copy of the rotated source is not written by the fast path.
@@ -94,11 +83,12 @@ pub struct RotationPlan {
 /// Decides which `copies` (opcat's copies, any source) of `source` take its new data now.
 /// `catalogs` are the CatalogSources listing `source` by name; `namespace_labels` gives the
 /// labels of a namespace (`None` when unknown). An unusable source (not a pull secret) yields
-/// the error: its copies keep their data, as the CSV reconcile keeps them.
-pub fn plan_rotation<'a, 'l>(
+/// the error: its copies keep their data, as the CSV reconcile keeps them. Copies are read one
+/// at a time and not kept: a caller may build each from a compact form as it goes.
+pub fn plan_rotation<'l>(
     source: &Secret,
     catalogs: &[RotatingCatalog<'_>],
-    copies: impl IntoIterator<Item = &'a Secret>,
+    copies: impl IntoIterator<Item = impl Borrow<Secret>>,
     namespace_labels: impl Fn(&str) -> Option<&'l BTreeMap<String, String>>,
 ) -> Result<RotationPlan, CopyError> {
     let source_name = source.metadata.name.as_deref().unwrap_or_default();
@@ -107,30 +97,22 @@ pub fn plan_rotation<'a, 'l>(
         source_name,
     );
     let mut plan = RotationPlan::default();
-    let copies: Vec<&Secret> = copies
-        .into_iter()
-        .filter(|copy| copy_source_labels(copy).as_ref() == Some(&source_labels))
-        .collect();
-    for rotating in catalogs {
-        let catalog = rotating.catalog;
-        for copy in copies.iter().filter(|copy| catalog.is_catalog_copy(copy)) {
+    for copy in copies {
+        let copy = copy.borrow();
+        if copy_source_labels(copy).as_ref() != Some(&source_labels) {
+            continue;
+        }
+        for rotating in catalogs {
+            if !rotating.catalog.is_catalog_copy(copy) {
+                continue;
+            }
             let namespace = copy.metadata.namespace.clone().unwrap_or_default();
             let name = copy.metadata.name.clone().unwrap_or_default();
-            let decision = decide(
-                source,
-                rotating,
-                source_name,
-                copy,
-                &namespace,
-                &name,
-                &namespace_labels,
-            )?;
-            match decision {
-                Ok(secret) => plan.writes.push(RotationWrite {
+            match rotation_write(source, rotating, copy, &namespace_labels)? {
+                Ok(_) => plan.writes.push(RotationWrite {
                     namespace,
                     name,
-                    catalog: catalog.clone(),
-                    secret,
+                    catalog: rotating.catalog.clone(),
                 }),
                 Err(why) => plan.skipped.push(Skipped {
                     namespace,
@@ -147,17 +129,21 @@ pub fn plan_rotation<'a, 'l>(
     Ok(plan)
 }
 
-/// The write for one copy, or why there is none.
-fn decide<'l>(
+/// The write that gives `copy` (a copy of `source` for `rotating`'s catalog) the new data in
+/// place: the copy as read with the new data, same name, uid and `resourceVersion` (a replace
+/// under optimistic concurrency, DESIGN invariant 4). Or why the fast path leaves it alone.
+/// [`plan_rotation`] decides with it, and the fast path builds each write with it again from
+/// the copy as stored when the write is sent.
+pub fn rotation_write<'l>(
     source: &Secret,
     rotating: &RotatingCatalog<'_>,
-    source_name: &str,
     copy: &Secret,
-    namespace: &str,
-    name: &str,
     namespace_labels: &impl Fn(&str) -> Option<&'l BTreeMap<String, String>>,
 ) -> Result<Result<Secret, Skip>, CopyError> {
     let catalog = rotating.catalog;
+    let source_name = source.metadata.name.as_deref().unwrap_or_default();
+    let namespace = copy.metadata.namespace.as_deref().unwrap_or_default();
+    let name = copy.metadata.name.as_deref().unwrap_or_default();
     if name != catalog.copy_name(source_name) {
         return Ok(Err(Skip::UnexpectedName));
     }
@@ -302,18 +288,33 @@ mod tests {
         let copies = [copy("team-b"), copy("team-a")];
         let plan = plan(&source("v2"), &copies);
         assert_eq!(where_(&plan), (vec!["team-a", "team-b"], vec![]));
-        let write = &plan.writes[0];
-        assert_eq!(write.name, catalog("examples").copy_name(SOURCE));
-        assert_eq!(write.secret.data, Some(data("v2")));
-        assert_eq!(write.secret.metadata.uid.as_deref(), Some("copy-team-a"));
+        let examples = catalog("examples");
+        assert_eq!(plan.writes[0].name, examples.copy_name(SOURCE));
+        assert_eq!(plan.writes[0].catalog, examples);
+
+        let rotating = RotatingCatalog {
+            catalog: &examples,
+            annotations: None,
+        };
+        let no_labels = |_: &str| None;
+        let secret = rotation_write(&source("v2"), &rotating, &copies[1], &no_labels)
+            .unwrap()
+            .unwrap();
+        assert_eq!(secret.data, Some(data("v2")));
+        assert_eq!(secret.metadata.uid.as_deref(), Some("copy-team-a"));
         assert_eq!(
-            write.secret.metadata.resource_version.as_deref(),
+            secret.metadata.resource_version.as_deref(),
             Some("7"),
             "a replace under the version read"
         );
         assert_eq!(
-            write.secret.metadata.owner_references,
+            secret.metadata.owner_references,
             copies[1].metadata.owner_references
+        );
+        assert_eq!(
+            rotation_write(&source("v1"), &rotating, &copies[1], &no_labels).unwrap(),
+            Err(Skip::InSync),
+            "built again from a copy that already has the data, there is nothing to write"
         );
     }
 

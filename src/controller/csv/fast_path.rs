@@ -27,10 +27,10 @@ use std::time::Duration;
 use futures::channel::mpsc::UnboundedSender;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
-use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
 
 use super::copies;
 use super::events::reference;
@@ -40,8 +40,11 @@ use crate::controller::apply::api_error_kind;
 use crate::controller::context::Context;
 use crate::controller::own_writes::Echoes;
 use crate::controller::source_secrets::{SecretKey, SourceState};
+use crate::controller::stored_copy::StoredCopy;
 use crate::pull_secrets::vocabulary::EVENT_PULL_SECRET_ROTATED;
-use crate::pull_secrets::{CatalogRef, RotatingCatalog, RotationWrite, plan_rotation};
+use crate::pull_secrets::{
+    CatalogRef, RotatingCatalog, RotationWrite, plan_rotation, rotation_write,
+};
 
 const ACTION: &str = "PropagatePullSecrets";
 
@@ -105,19 +108,12 @@ async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
     let namespaces: BTreeMap<String, Option<BTreeMap<String, String>>> = copies
         .iter()
         .filter_map(|copy| copy.namespace())
-        .map(|namespace| {
-            let labels = context
-                .stores
-                .namespaces
-                .get(&ObjectRef::new(&namespace))
-                .and_then(|ns| ns.metadata.labels.clone());
-            (namespace, labels)
-        })
+        .map(|namespace| (namespace.clone(), namespace_labels(context, &namespace)))
         .collect();
     let plan = match plan_rotation(
         &source,
         &catalogs,
-        copies.iter().map(AsRef::as_ref),
+        copies.iter().map(|copy| copy.to_secret()),
         |namespace| namespaces.get(namespace).and_then(Option::as_ref),
     ) {
         Ok(plan) => plan,
@@ -127,9 +123,10 @@ async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
             return;
         }
     };
-    // The plan owns what it writes. Released now, the snapshot does not keep every copy's old
-    // version alive beside the new one the watch stores as the writes land (at 10,000
-    // namespaces the rotation was the controller's peak memory, scripts/bench-scale.sh).
+    // The plan names the copies; each write is built when it is sent. Released now, the
+    // snapshot does not keep every copy's old version alive beside the new one the watch
+    // stores as the writes land (at 10,000 namespaces the rotation was the controller's peak
+    // memory, scripts/bench-scale.sh).
     drop(copies);
     drop(namespaces);
     for skipped in &plan.skipped {
@@ -145,8 +142,13 @@ async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
     }
     let planned = plan.writes.len();
     let concurrency = usize::from(context.settings.concurrency.max(1));
+    let rotation = Rotation {
+        source: &source,
+        catalogs: &catalogs,
+        key,
+    };
     let replaced: Vec<Replaced> = futures::stream::iter(plan.writes)
-        .map(|write| write_one(context, echoes, key, write))
+        .map(|write| write_one(context, echoes, &rotation, write))
         .buffer_unordered(concurrency)
         .filter_map(std::future::ready)
         .collect()
@@ -187,15 +189,15 @@ async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
 /// A copy the fast path replaced: its catalog, and the `resourceVersion` it replaced.
 struct Replaced {
     catalog: CatalogRef,
-    copy: ObjectRef<Secret>,
+    copy: ObjectRef<StoredCopy>,
     before: Option<String>,
 }
 
 impl Replaced {
     /// Whether the copy as stored (`None`: gone) shows the write: any version but the replaced
     /// one (a later change shows it too).
-    fn seen_in(&self, stored: Option<&Secret>) -> bool {
-        stored.is_none_or(|copy| copy.metadata.resource_version != self.before)
+    fn seen_in(&self, stored: Option<&StoredCopy>) -> bool {
+        stored.is_none_or(|copy| copy.meta().resource_version != self.before)
     }
 }
 
@@ -236,16 +238,61 @@ fn listing_catalogs(context: &Context, key: &SecretKey) -> Vec<Arc<CatalogSource
     catalogs
 }
 
+/// The labels of `namespace` as stored (`None` when unknown).
+fn namespace_labels(context: &Context, namespace: &str) -> Option<BTreeMap<String, String>> {
+    context
+        .stores
+        .namespaces
+        .get(&ObjectRef::new(namespace))
+        .and_then(|namespace| namespace.metadata.labels.clone())
+}
+
+/// What each write of one rotation is built from.
+struct Rotation<'a> {
+    source: &'a Secret,
+    catalogs: &'a [RotatingCatalog<'a>],
+    key: &'a SecretKey,
+}
+
+impl Rotation<'_> {
+    /// The write for the copy `write` names, built from the copy as stored now
+    /// ([`rotation_write`], the planner's own decision): `None` when the copy is gone or needs
+    /// more than new data by now (the CSV reconcile's).
+    fn secret(&self, context: &Context, write: &RotationWrite) -> Option<Secret> {
+        let reference = ObjectRef::new(&write.name).within(&write.namespace);
+        let copy = context.stores.copies.get(&reference)?.to_secret();
+        let rotating = self
+            .catalogs
+            .iter()
+            .find(|rotating| *rotating.catalog == write.catalog)?;
+        let labels = namespace_labels(context, &write.namespace);
+        let labels_of = |_: &str| labels.as_ref();
+        match rotation_write(self.source, rotating, &copy, &labels_of) {
+            Ok(Ok(secret)) => Some(secret),
+            Ok(Err(why)) => {
+                tracing::debug!(namespace = %write.namespace, copy = %write.name, why = ?why, "copy changed since the plan; left to the CSV reconcile");
+                None
+            }
+            Err(error) => {
+                tracing::debug!(namespace = %self.key.0, secret = %self.key.1, error = %error, "source unusable; no fast rotation");
+                None
+            }
+        }
+    }
+}
+
 /// Replaces one copy, then records the echo and counts the write. Returns what it replaced
 /// when written; a failure (a 409 above all) is left to the CSV reconcile.
 async fn write_one(
     context: &Context,
     echoes: &Echoes,
-    key: &SecretKey,
+    rotation: &Rotation<'_>,
     write: RotationWrite,
 ) -> Option<Replaced> {
+    let secret = rotation.secret(context, &write)?;
+    let key = rotation.key;
     let api: Api<Secret> = Api::namespaced(context.client.clone(), &write.namespace);
-    match copies::replace(&api, &write.secret).await {
+    match copies::replace(&api, &secret).await {
         Ok(written) => {
             echoes.wrote(
                 written.uid().as_deref(),
@@ -263,7 +310,7 @@ async fn write_one(
             );
             Some(Replaced {
                 copy: ObjectRef::new(&write.name).within(&write.namespace),
-                before: write.secret.metadata.resource_version,
+                before: secret.metadata.resource_version,
                 catalog: write.catalog,
             })
         }
@@ -301,14 +348,14 @@ mod tests {
         }
     }
 
-    fn stored(version: &str) -> Secret {
-        Secret {
+    fn stored(version: &str) -> StoredCopy {
+        StoredCopy::from(Secret {
             metadata: ObjectMeta {
                 resource_version: Some(version.into()),
                 ..ObjectMeta::default()
             },
             ..Secret::default()
-        }
+        })
     }
 
     #[test]

@@ -214,8 +214,9 @@ pub async fn secrets(
         .copies
         .in_namespace(namespace)
         .into_iter()
+        .map(|stored| stored.to_secret())
         .filter(|secret| catalog.is_catalog_copy(secret))
-        .map(|secret| (secret.name_any(), (*secret).clone()))
+        .map(|secret| (secret.name_any(), secret))
         .collect();
     // A wanted name missing from the cache is free, unless a create found it taken: only those
     // names are read (see `clashes`).

@@ -11,6 +11,7 @@
 //! each copy event afterwards costs one hash of that copy's data, and only while its source has
 //! a pending rotation.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::controller::context::Context;
 use crate::controller::source_secrets::{SecretKey, SourceState};
+use crate::controller::stored_copy::StoredCopy;
 use crate::pull_secrets::copy::validate_source;
 use crate::pull_secrets::owners::{copy_source_labels, source_label_values};
 
@@ -101,11 +103,11 @@ pub struct Rotations {
 
 impl Rotations {
     /// The source `key` is now `state`; `copies` are the copies opcat manages (any source).
-    pub fn source<'a>(
+    pub fn source(
         &mut self,
         key: &SecretKey,
         state: &SourceState,
-        copies: impl IntoIterator<Item = &'a Secret>,
+        copies: impl IntoIterator<Item = impl Borrow<Secret>>,
     ) -> Vec<Change> {
         let labels = source_labels(key);
         let secret = match state {
@@ -130,6 +132,7 @@ impl Rotations {
         let mut outdated = BTreeSet::new();
         let mut propagated = false;
         for copy in copies {
+            let copy = copy.borrow();
             if copy_source_labels(copy).as_ref() != Some(&labels) {
                 continue;
             }
@@ -205,8 +208,8 @@ impl Rotations {
 pub async fn track(
     context: Arc<Context>,
     sources: impl Stream<Item = SecretKey> + Send,
-    applied: impl Stream<Item = Arc<Secret>> + Send,
-    deleted: impl Stream<Item = Arc<Secret>> + Send,
+    applied: impl Stream<Item = Arc<StoredCopy>> + Send,
+    deleted: impl Stream<Item = Arc<StoredCopy>> + Send,
 ) {
     let mut rotations = Rotations::default();
     let mut sources = std::pin::pin!(sources);
@@ -219,10 +222,10 @@ pub async fn track(
             Some(key) = sources.next() => {
                 let state = context.source_secrets.get(&key.0, &key.1);
                 let copies = context.stores.copies.state();
-                rotations.source(&key, &state, copies.iter().map(AsRef::as_ref))
+                rotations.source(&key, &state, copies.iter().map(|copy| copy.to_secret()))
             }
-            Some(copy) = applied.next() => rotations.copy(&copy, false).into_iter().collect(),
-            Some(copy) = deleted.next() => rotations.copy(&copy, true).into_iter().collect(),
+            Some(copy) = applied.next() => rotations.copy(&copy.to_secret(), false).into_iter().collect(),
+            Some(copy) = deleted.next() => rotations.copy(&copy.to_secret(), true).into_iter().collect(),
             else => return,
         };
         for change in changes {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -14,6 +14,7 @@ use crate::api::{CatalogSource, ClusterServiceVersion, OperatorGroup, Subscripti
 use crate::bundle::ownership::{CSV_ANNOTATION, CSV_NAMESPACE_LABEL};
 use crate::controller::keys::csv as csv_keys;
 use crate::controller::source_secrets::SecretKey;
+use crate::controller::stored_copy::StoredCopy;
 use crate::controller::stores::Indexed;
 use crate::pull_secrets::names::PROPAGATE_TO_ANNOTATION;
 use crate::pull_secrets::owners::is_csv_owner;
@@ -173,7 +174,7 @@ pub fn source_secret(
 }
 
 /// CSVs in the namespace of a copy (a deleted or edited copy is restored).
-pub fn copy(csvs: &Indexed<ClusterServiceVersion>, copy: &Secret) -> Refs {
+pub fn copy(csvs: &Indexed<ClusterServiceVersion>, copy: &StoredCopy) -> Refs {
     copy.namespace()
         .map(|namespace| in_namespace(csvs, &namespace))
         .unwrap_or_default()
