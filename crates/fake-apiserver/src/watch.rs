@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::Stream;
 use http_body::Frame;
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -36,8 +37,18 @@ pub(crate) struct WatchStream {
     pub(crate) shared: Weak<Shared>,
 }
 
-fn line(value: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+/// One watch event as a real API server encodes it (`metav1.WatchEvent`): `type` first, then
+/// `object`. A `json!` map would sort the keys and send `object` first, which makes clients
+/// that read the tag first (kube's `WatchEvent`) buffer and parse every object twice.
+#[derive(Serialize)]
+struct Event<'a, T> {
+    #[serde(rename = "type")]
+    type_: &'a str,
+    object: T,
+}
+
+fn line(type_: &str, object: &impl Serialize) -> Bytes {
+    let mut bytes = serde_json::to_vec(&Event { type_, object }).unwrap_or_default();
     bytes.push(b'\n');
     Bytes::from(bytes)
 }
@@ -54,7 +65,7 @@ fn event_line(
     } else {
         present(info, version, obj)
     };
-    line(&json!({"type": kind.as_str(), "object": object}))
+    line(kind.as_str(), &object)
 }
 
 fn bookmark_line(info: &ResourceInfo, version: &str, rv: u64, initial_end: bool) -> Bytes {
@@ -62,17 +73,17 @@ fn bookmark_line(info: &ResourceInfo, version: &str, rv: u64, initial_end: bool)
     if initial_end {
         metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    line(&json!({
-        "type": "BOOKMARK",
-        "object": {"kind": info.kind, "apiVersion": info.api_version(version), "metadata": metadata},
-    }))
+    line(
+        "BOOKMARK",
+        &json!({"kind": info.kind, "apiVersion": info.api_version(version), "metadata": metadata}),
+    )
 }
 
 /// A stream with one ERROR event (a watch from a `resourceVersion` that is too old).
 pub(crate) fn error_stream(
     err: &ApiError,
 ) -> impl Stream<Item = Result<Frame<Bytes>, Infallible>> + use<> {
-    let bytes = line(&json!({"type": "ERROR", "object": err.to_status()}));
+    let bytes = line("ERROR", &err.to_status());
     futures::stream::once(async move { Ok(Frame::data(bytes)) })
 }
 
@@ -156,5 +167,19 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => futures::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_name_their_type_before_the_object_as_a_real_server_does() {
+        let bytes = line("ADDED", &json!({"kind": "Secret", "apiVersion": "v1"}));
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Secret\"}}\n"
+        );
     }
 }
