@@ -256,12 +256,11 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
-    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
-    use crate::controller::deployment_rollout::RolloutSpec;
+    use crate::controller::deployment_rollout::{RolloutCondition, RolloutSpec, RolloutStatus};
 
     fn time(second: i64) -> Time {
         Time(Timestamp::from_second(second).unwrap())
@@ -345,16 +344,14 @@ mod tests {
                 ..ObjectMeta::default()
             },
             spec: Some(RolloutSpec { replicas: Some(1) }),
-            status: Some(DeploymentStatus {
+            status: Some(RolloutStatus {
                 observed_generation: Some(observed),
                 updated_replicas: Some(1),
-                conditions: Some(vec![DeploymentCondition {
+                conditions: Some(vec![RolloutCondition {
                     type_: "Available".to_owned(),
                     status: if available { "True" } else { "False" }.to_owned(),
                     message: Some("Deployment does not have minimum availability.".to_owned()),
-                    ..DeploymentCondition::default()
                 }]),
-                ..DeploymentStatus::default()
             }),
         }
     }
