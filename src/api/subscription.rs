@@ -95,9 +95,11 @@ pub struct SubscriptionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install_plan_approval: Option<Approval>,
 
+    // Boxed: usually absent, and 472 bytes inline (Affinity, ResourceRequirements) in every
+    // stored Subscription otherwise.
     /// Overrides applied to the operator's Deployments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<SubscriptionConfig>,
+    pub config: Option<Box<SubscriptionConfig>>,
 }
 
 /// Overrides applied to every Deployment of the installed operator.

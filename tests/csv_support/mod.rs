@@ -164,7 +164,7 @@ pub async fn subscription(
     };
     let subscription = Subscription {
         spec: SubscriptionSpec {
-            config,
+            config: config.map(Box::new),
             ..subscription.spec
         },
         ..subscription

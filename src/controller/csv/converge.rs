@@ -90,7 +90,7 @@ pub(super) async fn install(
             install_namespace: namespace,
             targets: &read.targets.namespaces,
             operator_group: &read.targets.operator_group,
-            subscription_config: subscription.as_ref().and_then(|s| s.spec.config.as_ref()),
+            subscription_config: subscription.as_ref().and_then(|s| s.spec.config.as_deref()),
             pull_secret_names: &pod_template_secrets,
             extra_labels: &extra_labels,
             serving_certificates: &certificates.serving,
