@@ -86,13 +86,14 @@ pub struct ClusterServiceVersionSpec {
     )]
     pub custom_resource_definitions: Option<CustomResourceDefinitions>,
 
+    // Boxed: usually absent; 48 bytes inline otherwise.
     /// Aggregated API services the operator owns and requires.
     #[serde(
         default,
         rename = "apiservicedefinitions",
         skip_serializing_if = "Option::is_none"
     )]
-    pub api_service_definitions: Option<ApiServiceDefinitions>,
+    pub api_service_definitions: Option<Box<ApiServiceDefinitions>>,
 
     /// Admission and conversion webhooks the operator serves.
     #[serde(
@@ -129,9 +130,10 @@ pub struct ClusterServiceVersionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maintainers: Option<Vec<Maintainer>>,
 
+    // Boxed: the CSV store's trim drops it, so stored CSVs hold a pointer, not 48 bytes.
     /// Who provides the operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<AppLink>,
+    pub provider: Option<Box<AppLink>>,
 
     /// Related links.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,9 +159,10 @@ pub struct ClusterServiceVersionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
 
+    // Boxed: usually absent; 56 bytes inline otherwise.
     /// Label selector for the operator's resources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<LabelSelector>,
+    pub selector: Option<Box<LabelSelector>>,
 
     /// Whether custom resources of owned APIs are deleted with the ClusterServiceVersion.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -37,9 +37,10 @@ pub struct ClusterServiceVersionStatus {
     /// When webhook certificates will next be rotated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certs_rotate_at: Option<Time>,
+    // Boxed: absent except while a CSV with cleanup enabled is being deleted.
     /// Custom resources still to be deleted before the ClusterServiceVersion goes away.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cleanup: Option<CleanupStatus>,
+    pub cleanup: Option<Box<CleanupStatus>>,
 }
 
 /// Install phase of a ClusterServiceVersion.

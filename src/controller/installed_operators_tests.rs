@@ -66,7 +66,7 @@ fn a_csv_tells_its_package_version_catalog_apis_and_recorded_dependencies() {
         }]),
         required: None,
     });
-    widget.spec.api_service_definitions = Some(ApiServiceDefinitions {
+    widget.spec.api_service_definitions = Some(Box::new(ApiServiceDefinitions {
         owned: Some(vec![ApiServiceDescription {
             name: "v1.metrics.example.com".into(),
             group: "metrics.example.com".into(),
@@ -75,7 +75,7 @@ fn a_csv_tells_its_package_version_catalog_apis_and_recorded_dependencies() {
             ..ApiServiceDescription::default()
         }]),
         required: None,
-    });
+    }));
     let operator = installed_operator(&widget);
     assert_eq!(operator.csv, "widget.v1.2.0");
     assert_eq!(operator.package, "widget");

@@ -99,10 +99,10 @@ impl Trim for ClusterServiceVersion {
         spec.maintainers = None;
         spec.links = None;
         spec.provider = None;
-        clear_presentation(&mut spec.custom_resource_definitions, |crd| {
+        clear_presentation(spec.custom_resource_definitions.as_mut(), |crd| {
             &mut crd.presentation
         });
-        clear_presentation(&mut spec.api_service_definitions, |service| {
+        clear_presentation(spec.api_service_definitions.as_deref_mut(), |service| {
             &mut service.presentation
         });
         if let Some(strategy) = spec.install.spec.take() {
@@ -113,7 +113,7 @@ impl Trim for ClusterServiceVersion {
 
 /// Clears the presentation of every owned and required API of `definitions`.
 fn clear_presentation<T>(
-    definitions: &mut Option<ApiDefinitions<T>>,
+    definitions: Option<&mut ApiDefinitions<T>>,
     presentation: impl Fn(&mut T) -> &mut ApiPresentation,
 ) {
     if let Some(definitions) = definitions {
@@ -195,7 +195,7 @@ pub(super) mod tests {
 
     use super::*;
     use crate::api::ClusterServiceVersionSpec;
-    use crate::api::cluster_service_version::{AppLink, CustomResourceDefinitions};
+    use crate::api::cluster_service_version::CustomResourceDefinitions;
     use crate::api::csv_install::{
         NamedInstallStrategy, StrategyDeploymentPermissions, StrategyDeploymentSpec,
     };
@@ -224,7 +224,7 @@ pub(super) mod tests {
                 display_name: "Widget".into(),
                 version: Some("1.0.0".into()),
                 replaces: Some("widget.v0".into()),
-                provider: Some(AppLink::default()),
+                provider: Some(Box::default()),
                 custom_resource_definitions: Some(CustomResourceDefinitions::default()),
                 install: NamedInstallStrategy {
                     strategy: "deployment".into(),
