@@ -125,10 +125,12 @@ pub struct InstallPlanStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle_lookups: Option<Vec<BundleLookup>>,
 
+    // Boxed: absent unless the OperatorGroup names a service account; 168 bytes inline
+    // otherwise.
     /// The service account whose permissions limit what the plan may create
     /// (the OperatorGroup's `serviceAccountName`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attenuated_service_account_ref: Option<ObjectReference>,
+    pub attenuated_service_account_ref: Option<Box<ObjectReference>>,
 
     /// When installation started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
