@@ -90,10 +90,10 @@ async fn operator_group_status_lists_the_target_namespaces() {
         "og-selector",
         "selected",
         OperatorGroupSpec {
-            selector: Some(LabelSelector {
+            selector: Some(Box::new(LabelSelector {
                 match_labels: Some(BTreeMap::from([("team".to_owned(), "a".to_owned())])),
                 ..LabelSelector::default()
-            }),
+            })),
             ..OperatorGroupSpec::default()
         },
     )

@@ -36,9 +36,10 @@ pub const SERVED_LEGACY_VERSION: &str = "v1alpha2";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct OperatorGroupSpec {
+    // Boxed: most groups name their namespaces or target all of them.
     /// Selects target namespaces by label. Ignored when `targetNamespaces` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<LabelSelector>,
+    pub selector: Option<Box<LabelSelector>>,
 
     /// The target namespaces. When neither this nor `selector` is set, the group targets all
     /// namespaces.
@@ -85,9 +86,10 @@ pub struct OperatorGroupStatus {
     #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub namespaces: Option<Vec<String>>,
 
+    // Boxed: absent unless the group names a service account; 168 bytes inline otherwise.
     /// The service account named in `spec.serviceAccountName`, once found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_account_ref: Option<ObjectReference>,
+    pub service_account_ref: Option<Box<ObjectReference>>,
 
     /// When the status was last updated.
     #[serde(default, skip_serializing_if = "Option::is_none")]

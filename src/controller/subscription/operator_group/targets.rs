@@ -41,7 +41,7 @@ pub fn target_namespaces<'a>(
     if !explicit.is_empty() {
         return Ok(explicit.into_iter().map(str::to_owned).collect());
     }
-    let Some(selector) = spec.selector.as_ref().filter(|s| !selects_everything(s)) else {
+    let Some(selector) = spec.selector.as_deref().filter(|s| !selects_everything(s)) else {
         return Ok(vec![String::new()]);
     };
     let selector = Selector::try_from(selector.clone())
@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(targets(None).unwrap(), [""]);
         assert_eq!(targets(Some(&OperatorGroupSpec::default())).unwrap(), [""]);
         let empty_selector = OperatorGroupSpec {
-            selector: Some(LabelSelector::default()),
+            selector: Some(Box::default()),
             target_namespaces: Some(vec![]),
             ..OperatorGroupSpec::default()
         };
@@ -154,10 +154,10 @@ mod tests {
     fn target_namespaces_win_over_the_selector_and_are_sorted_and_deduplicated() {
         let spec = OperatorGroupSpec {
             target_namespaces: Some(vec!["zeta".into(), "alpha".into(), "zeta".into()]),
-            selector: Some(LabelSelector {
+            selector: Some(Box::new(LabelSelector {
                 match_labels: Some(labels(&[("team", "a")])),
                 ..LabelSelector::default()
-            }),
+            })),
             ..OperatorGroupSpec::default()
         };
         assert_eq!(targets(Some(&spec)).unwrap(), ["alpha", "zeta"]);
@@ -166,30 +166,30 @@ mod tests {
     #[test]
     fn selector_matches_namespace_labels() {
         let by_label = OperatorGroupSpec {
-            selector: Some(LabelSelector {
+            selector: Some(Box::new(LabelSelector {
                 match_labels: Some(labels(&[("team", "a")])),
                 ..LabelSelector::default()
-            }),
+            })),
             ..OperatorGroupSpec::default()
         };
         assert_eq!(targets(Some(&by_label)).unwrap(), ["team-a", "team-a-dev"]);
         let by_expression = OperatorGroupSpec {
-            selector: Some(LabelSelector {
+            selector: Some(Box::new(LabelSelector {
                 match_expressions: Some(vec![LabelSelectorRequirement {
                     key: "env".into(),
                     operator: "In".into(),
                     values: Some(vec!["prod".into()]),
                 }]),
                 ..LabelSelector::default()
-            }),
+            })),
             ..OperatorGroupSpec::default()
         };
         assert_eq!(targets(Some(&by_expression)).unwrap(), ["team-a"]);
         let none = OperatorGroupSpec {
-            selector: Some(LabelSelector {
+            selector: Some(Box::new(LabelSelector {
                 match_labels: Some(labels(&[("team", "c")])),
                 ..LabelSelector::default()
-            }),
+            })),
             ..OperatorGroupSpec::default()
         };
         assert!(targets(Some(&none)).unwrap().is_empty());
@@ -198,14 +198,14 @@ mod tests {
     #[test]
     fn an_unknown_selector_operator_is_reported() {
         let spec = OperatorGroupSpec {
-            selector: Some(LabelSelector {
+            selector: Some(Box::new(LabelSelector {
                 match_expressions: Some(vec![LabelSelectorRequirement {
                     key: "env".into(),
                     operator: "Near".into(),
                     values: None,
                 }]),
                 ..LabelSelector::default()
-            }),
+            })),
             ..OperatorGroupSpec::default()
         };
         assert!(targets(Some(&spec)).is_err());
