@@ -49,16 +49,10 @@ impl From<ServiceAccount> for AttachedServiceAccount {
             image_pull_secrets,
             secrets,
         } = service_account;
-        let metadata = ObjectMeta {
-            name: full.name.clone(),
-            namespace: full.namespace.clone(),
-            uid: full.uid.clone(),
-            resource_version: full.resource_version.clone(),
-            ..ObjectMeta::default()
-        };
+        let (metadata, meta) = CompactMeta::split(full, &STRINGS);
         Self {
             metadata,
-            meta: CompactMeta::new(full, &STRINGS),
+            meta,
             automount_service_account_token,
             image_pull_secrets,
             secrets,
@@ -70,10 +64,8 @@ impl AttachedServiceAccount {
     /// The ServiceAccount as read (without its managed fields and creation details, which no
     /// reader uses: see [`CompactMeta`]).
     pub fn to_service_account(&self) -> ServiceAccount {
-        let namespace = self.metadata.namespace.as_deref().unwrap_or_default();
-        let name = self.metadata.name.as_deref().unwrap_or_default();
         ServiceAccount {
-            metadata: self.meta.to_meta(namespace, name),
+            metadata: self.meta.joined(&self.metadata),
             automount_service_account_token: self.automount_service_account_token,
             image_pull_secrets: self.image_pull_secrets.clone(),
             secrets: self.secrets.clone(),

@@ -75,6 +75,28 @@ impl CompactMeta {
         }
     }
 
+    /// `meta` split for a stored form of an object: its key (name, namespace, `uid` and
+    /// `resourceVersion`: what kube's reflector and the echo filters read from
+    /// `Resource::meta`) as an `ObjectMeta`, and the rest in compact form.
+    pub fn split(meta: ObjectMeta, strings: &Strings) -> (ObjectMeta, Self) {
+        let key = ObjectMeta {
+            name: meta.name.clone(),
+            namespace: meta.namespace.clone(),
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
+            ..ObjectMeta::default()
+        };
+        (key, Self::new(meta, strings))
+    }
+
+    /// The metadata [`CompactMeta::split`] took apart, whole again.
+    pub fn joined(&self, key: &ObjectMeta) -> ObjectMeta {
+        self.to_meta(
+            key.namespace.as_deref().unwrap_or_default(),
+            key.name.as_deref().unwrap_or_default(),
+        )
+    }
+
     /// The metadata again, with the name and namespace it is cached under.
     pub fn to_meta(&self, namespace: &str, name: &str) -> ObjectMeta {
         ObjectMeta {

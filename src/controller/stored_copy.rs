@@ -47,17 +47,10 @@ pub struct StoredCopy {
 
 impl From<Secret> for StoredCopy {
     fn from(mut secret: Secret) -> Self {
-        let full = std::mem::take(&mut secret.metadata);
-        let metadata = ObjectMeta {
-            name: full.name.clone(),
-            namespace: full.namespace.clone(),
-            uid: full.uid.clone(),
-            resource_version: full.resource_version.clone(),
-            ..ObjectMeta::default()
-        };
+        let (metadata, meta) = CompactMeta::split(std::mem::take(&mut secret.metadata), &STRINGS);
         Self {
             metadata,
-            meta: CompactMeta::new(full, &STRINGS),
+            meta,
             type_: secret.type_.map(|type_| STRINGS.get(&type_)),
             immutable: secret.immutable,
             data: secret.data.map(|data| DATA.intern(Arc::new(data))),
@@ -69,10 +62,8 @@ impl StoredCopy {
     /// The copy as read (without its managed fields and creation details, which no reader
     /// uses: see [`CompactMeta`]).
     pub fn to_secret(&self) -> Secret {
-        let namespace = self.metadata.namespace.as_deref().unwrap_or_default();
-        let name = self.metadata.name.as_deref().unwrap_or_default();
         Secret {
-            metadata: self.meta.to_meta(namespace, name),
+            metadata: self.meta.joined(&self.metadata),
             type_: self.type_.as_deref().map(str::to_owned),
             immutable: self.immutable,
             data: self.data.as_deref().cloned(),
