@@ -81,23 +81,17 @@ mod tests {
     use kube::ResourceExt;
 
     use super::*;
+    use crate::controller::compact_meta::string_map;
 
     fn attached() -> ServiceAccount {
-        let pairs = |list: &[(&str, &str)]| {
-            Some(
-                list.iter()
-                    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-                    .collect(),
-            )
-        };
         ServiceAccount {
             metadata: ObjectMeta {
                 name: Some("widget-controller".into()),
                 namespace: Some("tenant-1".into()),
                 uid: Some("sa-uid".into()),
                 resource_version: Some("17".into()),
-                labels: pairs(&[("opcat.dev/pull-secrets", "attached")]),
-                annotations: pairs(&[("opcat.dev/added-pull-secrets", "[\"copy\"]")]),
+                labels: string_map(&[("opcat.dev/pull-secrets", "attached")]),
+                annotations: string_map(&[("opcat.dev/added-pull-secrets", "[\"copy\"]")]),
                 ..ObjectMeta::default()
             },
             image_pull_secrets: Some(vec![

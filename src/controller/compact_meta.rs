@@ -139,6 +139,16 @@ impl CompactMeta {
     }
 }
 
+/// A label or annotation map of `(key, value)` pairs, for the stored forms' test fixtures.
+#[cfg(test)]
+pub(super) fn string_map(list: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+    Some(
+        list.iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;

@@ -70,11 +70,6 @@ impl StoredCopy {
             string_data: None,
         }
     }
-
-    /// The value of label `key`.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.meta.label(key).map(|value| &**value)
-    }
 }
 
 impl fmt::Debug for StoredCopy {
@@ -99,26 +94,20 @@ mod tests {
     use kube::{Resource, ResourceExt};
 
     use super::*;
+    use crate::controller::compact_meta::string_map;
 
     fn copy(namespace: &str, config: &str) -> Secret {
-        let pairs = |list: &[(&str, &str)]| {
-            Some(
-                list.iter()
-                    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-                    .collect(),
-            )
-        };
         Secret {
             metadata: ObjectMeta {
                 name: Some("examples-registry-creds".into()),
                 namespace: Some(namespace.into()),
                 uid: Some(format!("{namespace}-uid")),
                 resource_version: Some("17".into()),
-                labels: pairs(&[
+                labels: string_map(&[
                     ("opcat.dev/managed", "true"),
                     ("opcat.dev/source-name", "registry-creds"),
                 ]),
-                annotations: pairs(&[("opcat.dev/source-uid", "source-uid")]),
+                annotations: string_map(&[("opcat.dev/source-uid", "source-uid")]),
                 owner_references: Some(vec![OwnerReference {
                     api_version: "operators.coreos.com/v1alpha1".into(),
                     kind: "ClusterServiceVersion".into(),
@@ -147,8 +136,8 @@ mod tests {
         let copy_of = stored(copy("team-a", "{\"auths\":{}}"));
         assert_eq!(copy_of.to_secret(), copy("team-a", "{\"auths\":{}}"));
         assert_eq!(
-            copy_of.label("opcat.dev/source-name"),
-            Some("registry-creds")
+            copy_of.to_secret().metadata.labels.unwrap()["opcat.dev/source-name"],
+            "registry-creds"
         );
         // kube's reflector keys the store by these; the echo filter reads uid and version.
         assert_eq!(copy_of.name_any(), "examples-registry-creds");
