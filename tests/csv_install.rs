@@ -311,29 +311,31 @@ async fn operator_group_problems_fail_with_olm_reasons_until_fixed() {
         "nothing installed"
     );
 
-    operator_group(&env, NS, "first", &[NS]).await;
-    operator_group(&env, NS, "second", &[NS]).await;
-    env.wait_for::<ClusterServiceVersion>(NS, &name, TIMEOUT, |csv| {
-        csv.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("TooManyOperatorGroups")
-    })
-    .await;
+    // Every step below leaves the namespace without a single group the operator supports:
+    // MultiNamespace targets first (the widget operator does not support them), then a second
+    // group, then the second group goes again. A supported lone group in between would rightly
+    // install at once.
+    let wait_reason = |reason: &'static str| {
+        env.wait_for::<ClusterServiceVersion>(NS, &name, TIMEOUT, move |csv| {
+            csv.status.as_ref().and_then(|s| s.reason.as_deref()) == Some(reason)
+        })
+    };
+    operator_group(&env, NS, "first", &[NS, "other"]).await;
+    let unsupported = wait_reason("UnsupportedOperatorGroup").await;
+    assert_eq!(unsupported.status.unwrap().phase, Some(Phase::Failed));
+    assert!(env.api.get::<Deployment>(NS, "widget-controller").is_none());
 
-    // MultiNamespace targets: the widget operator does not support them.
-    // Targets first, then the second group goes: the namespace never has one group the
-    // operator supports in between (the CSV would rightly install at once).
-    set_operator_group_targets(&env, NS, "first", &[NS, "other"]).await;
+    operator_group(&env, NS, "second", &[NS]).await;
+    let too_many = wait_reason("TooManyOperatorGroups").await;
+    assert_eq!(too_many.status.unwrap().phase, Some(Phase::Failed));
+    assert!(env.api.get::<Deployment>(NS, "widget-controller").is_none());
+
     let groups: Api<OperatorGroup> = Api::namespaced(env.client.clone(), NS);
     groups
         .delete("second", &DeleteParams::default())
         .await
         .unwrap();
-    let unsupported = env
-        .wait_for::<ClusterServiceVersion>(NS, &name, TIMEOUT, |csv| {
-            csv.status.as_ref().and_then(|s| s.reason.as_deref())
-                == Some("UnsupportedOperatorGroup")
-        })
-        .await;
-    assert_eq!(unsupported.status.unwrap().phase, Some(Phase::Failed));
+    wait_reason("UnsupportedOperatorGroup").await;
     assert!(env.api.get::<Deployment>(NS, "widget-controller").is_none());
 
     // Fixed: the install goes ahead.
