@@ -19,8 +19,19 @@ use crate::interner::{Interner, Strings};
 /// list instead of holding four strings each (about 4 kB per install).
 static OWNER_REFERENCES: LazyLock<Interner<Vec<OwnerReference>>> = LazyLock::new(Interner::default);
 
+/// The label sets of cached objects: one copy per distinct set. Every object opcat renders for
+/// a CSV carries the same ownership labels (and usually the bundle's own), so the ~16 objects of
+/// an install share one set instead of holding a list each (about 2 kB per install).
+static LABEL_SETS: LazyLock<Interner<PairList>> = LazyLock::new(Interner::default);
+
+/// Shared `(key, value)` pairs, sorted by key.
+type PairList = Vec<(Arc<str>, Arc<str>)>;
+
 /// Shared label or annotation pairs, sorted by key.
 type Pairs = Box<[(Arc<str>, Arc<str>)]>;
+
+/// A shared label set ([`LABEL_SETS`]); `None` when the object has no labels.
+type Labels = Option<Arc<PairList>>;
 
 /// The metadata of a cached object, without its name and namespace (the cache's key).
 #[derive(Clone, Debug, PartialEq)]
@@ -29,7 +40,7 @@ pub struct CompactMeta {
     resource_version: Option<Box<str>>,
     generation: Option<i64>,
     deletion_timestamp: Option<Time>,
-    labels: Pairs,
+    labels: Labels,
     annotations: Pairs,
     /// Shared ([`OWNER_REFERENCES`]); `None` when the object has none.
     owner_references: Option<Arc<Vec<OwnerReference>>>,
@@ -43,7 +54,12 @@ fn pairs(map: Option<BTreeMap<String, String>>, strings: &Strings) -> Pairs {
         .collect()
 }
 
-fn map(pairs: &Pairs) -> Option<BTreeMap<String, String>> {
+fn labels(map: Option<BTreeMap<String, String>>, strings: &Strings) -> Labels {
+    let pairs: Vec<_> = pairs(map, strings).into_vec();
+    (!pairs.is_empty()).then(|| LABEL_SETS.intern(Arc::new(pairs)))
+}
+
+fn map(pairs: &[(Arc<str>, Arc<str>)]) -> Option<BTreeMap<String, String>> {
     (!pairs.is_empty()).then(|| {
         pairs
             .iter()
@@ -60,7 +76,7 @@ impl CompactMeta {
             resource_version: meta.resource_version.map(String::into_boxed_str),
             generation: meta.generation,
             deletion_timestamp: meta.deletion_timestamp,
-            labels: pairs(meta.labels, strings),
+            labels: labels(meta.labels, strings),
             annotations: pairs(meta.annotations, strings),
             owner_references: meta
                 .owner_references
@@ -106,7 +122,7 @@ impl CompactMeta {
             resource_version: self.resource_version.as_deref().map(str::to_owned),
             generation: self.generation,
             deletion_timestamp: self.deletion_timestamp.clone(),
-            labels: map(&self.labels),
+            labels: self.labels.as_deref().and_then(|labels| map(labels)),
             annotations: map(&self.annotations),
             owner_references: self.owner_references.as_deref().cloned(),
             finalizers: (!self.finalizers.is_empty())
@@ -125,6 +141,11 @@ impl CompactMeta {
         self.generation
     }
 
+    /// `metadata.deletionTimestamp`.
+    pub fn deletion_timestamp(&self) -> Option<&Time> {
+        self.deletion_timestamp.as_ref()
+    }
+
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> Option<&str> {
         self.resource_version.as_deref()
@@ -132,10 +153,11 @@ impl CompactMeta {
 
     /// The value of label `key`.
     pub fn label(&self, key: &str) -> Option<&Arc<str>> {
-        self.labels
+        let labels = self.labels.as_deref()?;
+        labels
             .binary_search_by(|(held, _)| (**held).cmp(key))
             .ok()
-            .map(|index| &self.labels[index].1)
+            .map(|index| &labels[index].1)
     }
 }
 
@@ -209,12 +231,27 @@ mod tests {
     }
 
     #[test]
-    fn equal_labels_of_two_objects_share_their_strings() {
+    fn objects_with_equal_labels_share_one_label_set() {
         let strings = Strings::new();
         let one = CompactMeta::new(full(), &strings);
         let two = CompactMeta::new(full(), &strings);
-        assert!(Arc::ptr_eq(&one.labels[0].0, &two.labels[0].0));
-        assert!(Arc::ptr_eq(&one.labels[0].1, &two.labels[0].1));
+        let shared = |meta: &CompactMeta| meta.labels.clone().unwrap();
+        assert!(Arc::ptr_eq(&shared(&one), &shared(&two)));
+        assert!(Arc::ptr_eq(&one.annotations[0].1, &two.annotations[0].1));
+
+        let mut other = full();
+        other
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("a".into(), "other".into());
+        let three = CompactMeta::new(other, &strings);
+        assert!(!Arc::ptr_eq(&shared(&one), &shared(&three)));
+        assert_eq!(three.label("a").map(|v| &**v), Some("other"));
+        assert!(
+            Arc::ptr_eq(&shared(&one)[1].0, &shared(&three)[1].0),
+            "strings still shared"
+        );
     }
 
     #[test]
