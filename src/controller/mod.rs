@@ -57,6 +57,7 @@ pub mod source_secrets;
 pub mod status_diff;
 mod store_trim;
 pub mod stored_copy;
+pub mod stored_namespace;
 pub mod stores;
 pub mod subscription;
 pub mod wiring;

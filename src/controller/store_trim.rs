@@ -4,10 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use kube::api::PartialObjectMeta;
 
 use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
@@ -18,6 +16,7 @@ use crate::interner::Interner;
 use super::attached_service_account::AttachedServiceAccount;
 use super::deployment_rollout::DeploymentRollout;
 use super::stored_copy::StoredCopy;
+use super::stored_namespace::StoredNamespace;
 
 /// Annotations a bundle's CSV carries for catalogs and consoles only, dropped from stored CSVs
 /// (see [`Trim`]'s implementation for [`ClusterServiceVersion`]). `alm-examples` alone is
@@ -151,11 +150,9 @@ impl Trim for OperatorGroup {
 }
 /// Copies are stored with compact metadata and shared data by type ([`StoredCopy`]).
 impl Trim for StoredCopy {}
-impl Trim for PartialObjectMeta<Namespace> {
-    fn trim(&mut self) {
-        trim_user_object(&mut self.metadata);
-    }
-}
+/// Namespaces are stored with compact metadata and no annotations by type
+/// ([`StoredNamespace`]).
+impl Trim for StoredNamespace {}
 
 /// Deployments are stored without their pod template by type ([`DeploymentRollout`]).
 impl Trim for DeploymentRollout {

@@ -10,8 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, PartialObjectMeta};
+use kube::api::Api;
 use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
@@ -24,6 +23,7 @@ pub use super::namespace_index::{Indexed, NamespaceIndex};
 use super::owned_objects::OwnedObjects;
 use super::store_trim::Trim;
 use super::stored_copy::StoredCopy;
+use super::stored_namespace::StoredNamespace;
 use crate::api::{
     CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, MANAGED_LABEL_VALUE,
     OperatorGroup, Subscription,
@@ -156,7 +156,7 @@ pub struct Stores {
     pub operator_groups: Store<OperatorGroup>,
     pub deployments: Store<DeploymentRollout>,
     pub copies: Store<StoredCopy>,
-    pub namespaces: Store<PartialObjectMeta<Namespace>>,
+    pub namespaces: Store<StoredNamespace>,
     /// ServiceAccounts carrying opcat's pull-secret edits (label-selected).
     pub service_accounts: Store<AttachedServiceAccount>,
     /// What opcat created, metadata only, by the CSV it belongs to.
@@ -235,7 +235,7 @@ pub struct Reflectors {
     pub operator_groups: Shared<OperatorGroup>,
     pub deployments: Shared<DeploymentRollout>,
     pub copies: Shared<StoredCopy>,
-    pub namespaces: Shared<PartialObjectMeta<Namespace>>,
+    pub namespaces: Shared<StoredNamespace>,
     pub service_accounts: Shared<AttachedServiceAccount>,
     pub owned: OwnedObjects,
 }
@@ -309,8 +309,8 @@ impl Reflectors {
         let attached = watcher::Config::default().labels(&attached_service_accounts());
         let client = &self.client;
         let scope = &self.scope;
-        // `Api<PartialObjectMeta<_>>` makes metadata-only requests: labels are all opcat needs.
-        let namespaces: Api<PartialObjectMeta<Namespace>> = Api::all(client.clone());
+        // Metadata-only requests (see `StoredNamespace`): labels are all opcat needs.
+        let namespaces: Api<StoredNamespace> = Api::all(client.clone());
         let namespace_config = match scope {
             Scope::Cluster => watcher::Config::default(),
             Scope::Namespace(namespace) => {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use fake_apiserver::FakeApiServer;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 

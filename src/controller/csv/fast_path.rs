@@ -34,6 +34,7 @@ use kube::{Resource, ResourceExt};
 
 use super::copies;
 use super::events::reference;
+use super::observe::namespace_labels;
 use super::rotating::Rotating;
 use crate::api::CatalogSource;
 use crate::controller::apply::api_error_kind;
@@ -239,14 +240,6 @@ fn listing_catalogs(context: &Context, key: &SecretKey) -> Vec<Arc<CatalogSource
 }
 
 /// The labels of `namespace` as stored (`None` when unknown).
-fn namespace_labels(context: &Context, namespace: &str) -> Option<BTreeMap<String, String>> {
-    context
-        .stores
-        .namespaces
-        .get(&ObjectRef::new(namespace))
-        .and_then(|namespace| namespace.metadata.labels.clone())
-}
-
 /// What each write of one rotation is built from.
 struct Rotation<'a> {
     source: &'a Secret,

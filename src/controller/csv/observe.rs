@@ -110,7 +110,7 @@ pub fn namespace_labels(context: &Context, namespace: &str) -> Option<BTreeMap<S
         .stores
         .namespaces
         .get(&ObjectRef::new(namespace))
-        .and_then(|ns| ns.metadata.labels.clone())
+        .and_then(|ns| ns.labels())
 }
 
 /// The CSVs opcat manages in `namespace` other than `except` that are not being deleted.

@@ -4,9 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
-use kube::api::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::observe::catalog_of;
@@ -15,6 +13,7 @@ use crate::bundle::ownership::{CSV_ANNOTATION, CSV_NAMESPACE_LABEL};
 use crate::controller::keys::csv as csv_keys;
 use crate::controller::source_secrets::SecretKey;
 use crate::controller::stored_copy::StoredCopy;
+use crate::controller::stored_namespace::StoredNamespace;
 use crate::controller::stores::Indexed;
 use crate::pull_secrets::names::PROPAGATE_TO_ANNOTATION;
 use crate::pull_secrets::owners::is_csv_owner;
@@ -181,11 +180,8 @@ pub fn copy(csvs: &Indexed<ClusterServiceVersion>, copy: &StoredCopy) -> Refs {
 }
 
 /// CSVs in the namespace (its opt-out label may have changed).
-pub fn namespace(
-    csvs: &Indexed<ClusterServiceVersion>,
-    namespace: &PartialObjectMeta<Namespace>,
-) -> Refs {
-    in_namespace(csvs, &namespace.name_any())
+pub fn namespace(csvs: &Indexed<ClusterServiceVersion>, namespace: &StoredNamespace) -> Refs {
+    in_namespace(csvs, namespace.name())
 }
 
 #[cfg(test)]

@@ -15,8 +15,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, PartialObjectMeta};
+use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
@@ -29,6 +28,7 @@ use super::super::own_writes::OwnWrites;
 use super::super::stores::{Indexed, Reflectors};
 use super::super::wiring::{self, backoff_key_of};
 use crate::api::OperatorGroup;
+use crate::controller::stored_namespace::StoredNamespace;
 use crate::failure::ReconcileFailure;
 
 pub use targets::{InvalidSelector, desired_status, target_namespaces};
@@ -78,7 +78,7 @@ pub fn controller(
     let groups = context.stores.namespaced.operator_groups.clone();
     let for_namespace = {
         let groups = groups.clone();
-        move |_: Arc<PartialObjectMeta<Namespace>>| groups_with_selector(&groups)
+        move |_: Arc<StoredNamespace>| groups_with_selector(&groups)
     };
     let siblings = {
         let groups = groups.clone();
@@ -159,15 +159,12 @@ async fn reconcile(
             .filter_map(|name| context.stores.namespaces.get(&ObjectRef::new(name)))
             .collect()
     };
+    // Lazy: the labels are rebuilt only when a selector reads them.
     let existing = namespaces
         .iter()
-        .filter(|ns| ns.metadata.deletion_timestamp.is_none())
-        .filter_map(|ns| Some((ns.metadata.name.as_deref()?, ns.metadata.labels.as_ref())));
-    let empty = Default::default();
-    let targets = match target_namespaces(
-        Some(&group.spec),
-        existing.map(|(name, labels)| (name, labels.unwrap_or(&empty))),
-    ) {
+        .filter(|ns| !ns.is_terminating())
+        .map(|ns| (ns.name(), ns.labels().unwrap_or_default()));
+    let targets = match target_namespaces(Some(&group.spec), existing) {
         Ok(targets) => targets,
         Err(error) => {
             tracing::warn!(%namespace, %name, %error, "OperatorGroup selects no namespace");

@@ -27,7 +27,7 @@ pub struct InvalidSelector {
 /// existing namespace's name and labels (only used for a selector).
 pub fn target_namespaces<'a>(
     spec: Option<&OperatorGroupSpec>,
-    namespaces: impl IntoIterator<Item = (&'a str, &'a BTreeMap<String, String>)>,
+    namespaces: impl IntoIterator<Item = (&'a str, BTreeMap<String, String>)>,
 ) -> Result<Vec<String>, InvalidSelector> {
     let Some(spec) = spec else {
         return Ok(vec![String::new()]);
@@ -135,7 +135,7 @@ mod tests {
 
     fn targets(spec: Option<&OperatorGroupSpec>) -> Result<Vec<String>, InvalidSelector> {
         let cluster = cluster();
-        target_namespaces(spec, cluster.iter().map(|(n, l)| (n.as_str(), l)))
+        target_namespaces(spec, cluster.iter().map(|(n, l)| (n.as_str(), l.clone())))
     }
 
     #[test]
