@@ -7,6 +7,9 @@ command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
 command -v skopeo >/dev/null 2>&1 || need_apt+=(skopeo)
 command -v umoci >/dev/null 2>&1 || need_apt+=(umoci)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+# opcat's allocator (tikv-jemalloc-sys) is C, built with the system compiler and make.
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || need_apt+=(make)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo_cmd=()
