@@ -8,6 +8,7 @@
 pub mod catalog_source;
 pub mod cluster_service_version;
 pub mod conditions;
+pub mod csv_apis;
 pub mod csv_install;
 pub mod csv_status;
 pub mod install_plan;
