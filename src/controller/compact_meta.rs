@@ -122,7 +122,7 @@ impl CompactMeta {
             resource_version: self.resource_version.as_deref().map(str::to_owned),
             generation: self.generation,
             deletion_timestamp: self.deletion_timestamp.clone(),
-            labels: self.labels.as_deref().and_then(|labels| map(labels)),
+            labels: self.labels(),
             annotations: map(&self.annotations),
             owner_references: self.owner_references.as_deref().cloned(),
             finalizers: (!self.finalizers.is_empty())
@@ -149,6 +149,11 @@ impl CompactMeta {
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> Option<&str> {
         self.resource_version.as_deref()
+    }
+
+    /// The labels, as a map (`None` when there are none).
+    pub fn labels(&self) -> Option<BTreeMap<String, String>> {
+        self.labels.as_deref().and_then(|labels| map(labels))
     }
 
     /// The value of label `key`.

@@ -12,7 +12,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use k8s_openapi::ClusterResourceScope;
 use k8s_openapi::api::core::v1::Namespace;
@@ -55,12 +55,7 @@ impl StoredNamespace {
 
     /// Its labels, as a map (`None` when it has none).
     pub fn labels(&self) -> Option<BTreeMap<String, String>> {
-        self.meta.joined(&self.metadata).labels
-    }
-
-    /// The value of label `key`.
-    pub fn label(&self, key: &str) -> Option<&Arc<str>> {
-        self.meta.label(key)
+        self.meta.labels()
     }
 
     /// Whether the namespace is being deleted.
@@ -142,7 +137,11 @@ mod tests {
             ])
         );
         assert_eq!(
-            stored.label("opcat.dev/pull-secrets").map(|v| &**v),
+            stored
+                .labels()
+                .unwrap()
+                .get("opcat.dev/pull-secrets")
+                .map(String::as_str),
             Some("disabled")
         );
         assert!(!stored.is_terminating());

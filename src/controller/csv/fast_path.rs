@@ -239,7 +239,6 @@ fn listing_catalogs(context: &Context, key: &SecretKey) -> Vec<Arc<CatalogSource
     catalogs
 }
 
-/// The labels of `namespace` as stored (`None` when unknown).
 /// What each write of one rotation is built from.
 struct Rotation<'a> {
     source: &'a Secret,
