@@ -93,13 +93,14 @@ impl CompactMeta {
 
     /// `meta` split for a stored form of an object: its key (name, namespace, `uid` and
     /// `resourceVersion`: what kube's reflector and the echo filters read from
-    /// `Resource::meta`) as an `ObjectMeta`, and the rest in compact form.
-    pub fn split(meta: ObjectMeta, strings: &Strings) -> (ObjectMeta, Self) {
+    /// `Resource::meta`) as an `ObjectMeta`, and the rest in compact form (without the key's
+    /// `uid` and `resourceVersion`: they are held once, in the key).
+    pub fn split(mut meta: ObjectMeta, strings: &Strings) -> (ObjectMeta, Self) {
         let key = ObjectMeta {
             name: meta.name.clone(),
             namespace: meta.namespace.clone(),
-            uid: meta.uid.clone(),
-            resource_version: meta.resource_version.clone(),
+            uid: meta.uid.take(),
+            resource_version: meta.resource_version.take(),
             ..ObjectMeta::default()
         };
         (key, Self::new(meta, strings))
@@ -107,10 +108,14 @@ impl CompactMeta {
 
     /// The metadata [`CompactMeta::split`] took apart, whole again.
     pub fn joined(&self, key: &ObjectMeta) -> ObjectMeta {
-        self.to_meta(
-            key.namespace.as_deref().unwrap_or_default(),
-            key.name.as_deref().unwrap_or_default(),
-        )
+        ObjectMeta {
+            uid: key.uid.clone(),
+            resource_version: key.resource_version.clone(),
+            ..self.to_meta(
+                key.namespace.as_deref().unwrap_or_default(),
+                key.name.as_deref().unwrap_or_default(),
+            )
+        }
     }
 
     /// The metadata again, with the name and namespace it is cached under.
@@ -163,6 +168,19 @@ impl CompactMeta {
             .binary_search_by(|(held, _)| (**held).cmp(key))
             .ok()
             .map(|index| &labels[index].1)
+    }
+}
+
+/// Keeps only the entries of `map` whose key `keep` accepts; an emptied map is dropped.
+pub(super) fn keep_entries(
+    map: &mut Option<BTreeMap<String, String>>,
+    keep: impl Fn(&str) -> bool,
+) {
+    if let Some(entries) = map {
+        entries.retain(|key, _| keep(key));
+        if entries.is_empty() {
+            *map = None;
+        }
     }
 }
 

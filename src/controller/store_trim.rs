@@ -1,7 +1,6 @@
 //! What a shared watch ([`super::stores`]) drops from an object before storing it, and which
 //! large parts it shares between stored objects.
 
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -10,10 +9,10 @@ use kube::Resource;
 use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
-use crate::bundle::ownership::{CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL};
 use crate::interner::Interner;
 
 use super::attached_service_account::AttachedServiceAccount;
+use super::compact_meta::keep_entries;
 use super::deployment_rollout::DeploymentRollout;
 use super::stored_copy::StoredCopy;
 use super::stored_namespace::StoredNamespace;
@@ -154,31 +153,9 @@ impl Trim for StoredCopy {}
 /// ([`StoredNamespace`]).
 impl Trim for StoredNamespace {}
 
-/// Deployments are stored without their pod template by type ([`DeploymentRollout`]).
-impl Trim for DeploymentRollout {
-    /// Also drops the labels and annotations no reader reads: the health check and the CSV
-    /// trigger read the CSV labels, the CSV annotation and the owner references. The rest (the
-    /// bundle's labels, the applied hash, the Deployment controller's revision) cost a map
-    /// allocation per Deployment, two per install.
-    fn trim(&mut self) {
-        let meta = &mut self.metadata;
-        meta.managed_fields = None;
-        keep_entries(&mut meta.labels, |key| {
-            [CSV_LABEL, CSV_NAMESPACE_LABEL].contains(&key)
-        });
-        keep_entries(&mut meta.annotations, |key| key == CSV_ANNOTATION);
-    }
-}
-
-/// Keeps only the entries of `map` whose key `keep` accepts; an emptied map is dropped.
-fn keep_entries(map: &mut Option<BTreeMap<String, String>>, keep: impl Fn(&str) -> bool) {
-    if let Some(entries) = map {
-        entries.retain(|key, _| keep(key));
-        if entries.is_empty() {
-            *map = None;
-        }
-    }
-}
+/// Deployments are stored without their pod template, with compact metadata and only the
+/// ownership labels, by type ([`DeploymentRollout`]).
+impl Trim for DeploymentRollout {}
 
 /// ServiceAccounts are stored with compact metadata by type ([`AttachedServiceAccount`]).
 impl Trim for AttachedServiceAccount {}

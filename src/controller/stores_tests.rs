@@ -192,10 +192,11 @@ async fn stored_deployments_keep_what_health_needs_but_not_the_pod_template() {
     // The stored type has no pod template at all (see `DeploymentRollout`).
     assert_eq!(stored.spec.as_ref().unwrap().replicas, Some(2));
     // Of the metadata maps, only what the health check and the CSV trigger read.
+    let meta = stored.full_meta();
     let wanted = pairs(&[(CSV_LABEL, "widget.v1"), (CSV_NAMESPACE_LABEL, "default")]);
-    assert_eq!(stored.metadata.labels.as_ref(), Some(&wanted));
+    assert_eq!(meta.labels.as_ref(), Some(&wanted));
     let wanted = pairs(&[(CSV_ANNOTATION, "widget.v1")]);
-    assert_eq!(stored.metadata.annotations.as_ref(), Some(&wanted));
+    assert_eq!(meta.annotations.as_ref(), Some(&wanted));
     for driver in drivers {
         driver.abort();
     }

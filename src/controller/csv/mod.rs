@@ -153,7 +153,7 @@ pub fn controller(
         (csvs.clone(), csvs.clone(), csvs.clone());
     let controller = Controller::for_shared_stream(reflectors.csvs.subscribe(), csvs.store())
         .watches_shared_stream(reflectors.deployments.subscribe(), |deployment| {
-            triggers::deployment(deployment.as_ref())
+            triggers::deployment(&deployment.full_meta())
         })
         .watches_shared_stream(replaced, |csv| triggers::replaced(&csv))
         .watches_shared_stream(reflectors.operator_groups.subscribe(), move |group| {
@@ -177,7 +177,7 @@ pub fn controller(
         })
         // Deletions: the shared streams above only carry applied objects.
         .watches_shared_stream(reflectors.deployments.subscribe_deleted(), |deployment| {
-            triggers::deployment(deployment.as_ref())
+            triggers::deployment(&deployment.full_meta())
         })
         .watches_shared_stream(reflectors.csvs.subscribe_deleted(), |csv| {
             triggers::replaced(&csv)

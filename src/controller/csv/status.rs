@@ -156,12 +156,7 @@ pub fn health<'a>(
         let Some(deployment) = live(name) else {
             return Health::NotReady(format!("deployment {name} not found"));
         };
-        let labelled = deployment
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get(CSV_LABEL))
-            == Some(&label);
+        let labelled = deployment.label(CSV_LABEL).map(|value| &**value) == Some(label.as_str());
         if !labelled {
             return Health::NotReady(format!("deployment {name} is not updated yet"));
         }
@@ -176,11 +171,11 @@ pub fn health<'a>(
 
 /// Why a Deployment is not available at its generation, as `kubectl rollout status` says it.
 fn deployment_problem(deployment: &DeploymentRollout) -> Option<String> {
-    let name = deployment.metadata.name.as_deref().unwrap_or_default();
+    let name = deployment.name();
     let Some(status) = &deployment.status else {
         return Some(format!("deployment {name:?} has no status yet"));
     };
-    let generation = deployment.metadata.generation.unwrap_or(0);
+    let generation = deployment.generation().unwrap_or(0);
     if status.observed_generation.unwrap_or(0) < generation {
         return Some(format!(
             "deployment {name:?} waiting for the latest generation {generation} to be observed"
@@ -333,8 +328,8 @@ mod tests {
     }
 
     fn deployment(csv: &str, generation: i64, observed: i64, available: bool) -> DeploymentRollout {
-        DeploymentRollout {
-            metadata: ObjectMeta {
+        DeploymentRollout::new(
+            ObjectMeta {
                 name: Some("op".to_owned()),
                 generation: Some(generation),
                 labels: Some(BTreeMap::from([(
@@ -343,8 +338,8 @@ mod tests {
                 )])),
                 ..ObjectMeta::default()
             },
-            spec: Some(RolloutSpec { replicas: Some(1) }),
-            status: Some(RolloutStatus {
+            Some(RolloutSpec { replicas: Some(1) }),
+            Some(RolloutStatus {
                 observed_generation: Some(observed),
                 updated_replicas: Some(1),
                 conditions: Some(vec![RolloutCondition {
@@ -353,7 +348,7 @@ mod tests {
                     message: Some("Deployment does not have minimum availability.".to_owned()),
                 }]),
             }),
-        }
+        )
     }
 
     #[test]

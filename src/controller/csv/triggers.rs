@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 
@@ -29,23 +30,32 @@ pub fn in_namespace(csvs: &Indexed<ClusterServiceVersion>, namespace: &str) -> R
     refs(csvs.in_namespace(namespace).iter())
 }
 
-/// The CSV a Deployment belongs to: its CSV ownerReference, else its ownership labels.
-pub fn deployment(deployment: &impl kube::Resource) -> Refs {
-    let Some(namespace) = deployment.namespace() else {
+/// The CSV a Deployment with metadata `deployment` belongs to: its CSV ownerReference, else its
+/// ownership labels.
+pub fn deployment(deployment: &ObjectMeta) -> Refs {
+    let Some(namespace) = deployment.namespace.clone() else {
         return Vec::new();
     };
+    let labels = |key: &str| {
+        deployment
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(key))
+    };
     let mut found: Refs = deployment
-        .owner_references()
+        .owner_references
         .iter()
+        .flatten()
         .filter(|owner| is_csv_owner(owner))
         .map(|owner| ObjectRef::new(&owner.name).within(&namespace))
         .collect();
     if found.is_empty()
-        && deployment.labels().get(CSV_NAMESPACE_LABEL) == Some(&namespace)
+        && labels(CSV_NAMESPACE_LABEL) == Some(&namespace)
         && let Some(name) = deployment
-            .annotations()
-            .get(CSV_ANNOTATION)
-            .or_else(|| deployment.labels().get(crate::bundle::ownership::CSV_LABEL))
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(CSV_ANNOTATION))
+            .or_else(|| labels(crate::bundle::ownership::CSV_LABEL))
     {
         found.push(ObjectRef::new(name).within(&namespace));
     }
@@ -189,7 +199,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use k8s_openapi::api::apps::v1::Deployment;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    use crate::controller::deployment_rollout::DeploymentRollout;
 
     use super::*;
 
@@ -267,6 +279,11 @@ mod tests {
         assert_eq!(changes.map(&catalog).len(), 1);
     }
 
+    /// The metadata the store keeps of `deployment`.
+    fn stored(deployment: Deployment) -> ObjectMeta {
+        DeploymentRollout::from(deployment).full_meta()
+    }
+
     #[test]
     fn a_deployment_maps_to_its_owning_csv_or_its_labels() {
         let owned = Deployment {
@@ -285,7 +302,7 @@ mod tests {
             ..Deployment::default()
         };
         assert_eq!(
-            deployment(&owned),
+            deployment(&stored(owned)),
             vec![ObjectRef::new("op.v1").within("ns")]
         );
         let labelled = Deployment {
@@ -298,7 +315,7 @@ mod tests {
             ..Deployment::default()
         };
         assert_eq!(
-            deployment(&labelled),
+            deployment(&stored(labelled)),
             vec![ObjectRef::new("op.v2").within("ns")]
         );
         let foreign = Deployment {
@@ -310,6 +327,6 @@ mod tests {
             },
             ..Deployment::default()
         };
-        assert!(deployment(&foreign).is_empty());
+        assert!(deployment(&stored(foreign)).is_empty());
     }
 }
