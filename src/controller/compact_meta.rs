@@ -40,11 +40,65 @@ pub struct CompactMeta {
     resource_version: Option<Box<str>>,
     generation: Option<i64>,
     deletion_timestamp: Option<Time>,
+    maps: MetaMaps,
+    finalizers: Box<[Arc<str>]>,
+}
+
+/// The labels, annotations and owner references of an object, shared where equal: the parts
+/// of an [`ObjectMeta`] that cost the most in memory (a `BTreeMap` leaf of eleven slots per map
+/// and a `String` per key and value). The stored forms of opcat's own kinds
+/// ([`super::stored_object`]) keep the rest of the metadata as an `ObjectMeta` and these here.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetaMaps {
     labels: Labels,
     annotations: Pairs,
     /// Shared ([`OWNER_REFERENCES`]); `None` when the object has none.
     owner_references: Option<Arc<Vec<OwnerReference>>>,
-    finalizers: Box<[Arc<str>]>,
+}
+
+impl MetaMaps {
+    /// Takes the labels, annotations and owner references out of `meta`.
+    pub fn take(meta: &mut ObjectMeta, strings: &Strings) -> Self {
+        Self {
+            labels: labels(meta.labels.take(), strings),
+            annotations: pairs(meta.annotations.take(), strings),
+            owner_references: meta
+                .owner_references
+                .take()
+                .filter(|references| !references.is_empty())
+                .map(|references| OWNER_REFERENCES.intern(Arc::new(references))),
+        }
+    }
+
+    /// Puts them back into `meta`.
+    pub fn restore(&self, meta: &mut ObjectMeta) {
+        meta.labels = self.labels.as_deref().and_then(|labels| map(labels));
+        meta.annotations = map(&self.annotations);
+        meta.owner_references = self.owner_references.as_deref().cloned();
+    }
+
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&Arc<str>> {
+        find(self.labels.as_deref()?, key)
+    }
+
+    /// The value of annotation `key`.
+    pub fn annotation(&self, key: &str) -> Option<&Arc<str>> {
+        find(&self.annotations, key)
+    }
+
+    /// The owner references (empty when there are none).
+    pub fn owner_references(&self) -> &[OwnerReference] {
+        self.owner_references.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The value under `key` in `pairs` (sorted by key).
+fn find<'a>(pairs: &'a [(Arc<str>, Arc<str>)], key: &str) -> Option<&'a Arc<str>> {
+    pairs
+        .binary_search_by(|(held, _)| (**held).cmp(key))
+        .ok()
+        .map(|index| &pairs[index].1)
 }
 
 fn pairs(map: Option<BTreeMap<String, String>>, strings: &Strings) -> Pairs {
@@ -70,18 +124,13 @@ fn map(pairs: &[(Arc<str>, Arc<str>)]) -> Option<BTreeMap<String, String>> {
 
 impl CompactMeta {
     /// What the cache keeps of `meta` (everything else, managed fields included, is dropped).
-    pub fn new(meta: ObjectMeta, strings: &Strings) -> Self {
+    pub fn new(mut meta: ObjectMeta, strings: &Strings) -> Self {
         Self {
+            maps: MetaMaps::take(&mut meta, strings),
             uid: meta.uid.map(String::into_boxed_str),
             resource_version: meta.resource_version.map(String::into_boxed_str),
             generation: meta.generation,
             deletion_timestamp: meta.deletion_timestamp,
-            labels: labels(meta.labels, strings),
-            annotations: pairs(meta.annotations, strings),
-            owner_references: meta
-                .owner_references
-                .filter(|references| !references.is_empty())
-                .map(|references| OWNER_REFERENCES.intern(Arc::new(references))),
             finalizers: meta
                 .finalizers
                 .into_iter()
@@ -120,20 +169,19 @@ impl CompactMeta {
 
     /// The metadata again, with the name and namespace it is cached under.
     pub fn to_meta(&self, namespace: &str, name: &str) -> ObjectMeta {
-        ObjectMeta {
+        let mut meta = ObjectMeta {
             name: Some(name.to_owned()),
             namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
             uid: self.uid.as_deref().map(str::to_owned),
             resource_version: self.resource_version.as_deref().map(str::to_owned),
             generation: self.generation,
             deletion_timestamp: self.deletion_timestamp.clone(),
-            labels: self.labels(),
-            annotations: map(&self.annotations),
-            owner_references: self.owner_references.as_deref().cloned(),
             finalizers: (!self.finalizers.is_empty())
                 .then(|| self.finalizers.iter().map(|f| f.to_string()).collect()),
             ..ObjectMeta::default()
-        }
+        };
+        self.maps.restore(&mut meta);
+        meta
     }
 
     /// `metadata.uid`.
@@ -158,16 +206,12 @@ impl CompactMeta {
 
     /// The labels, as a map (`None` when there are none).
     pub fn labels(&self) -> Option<BTreeMap<String, String>> {
-        self.labels.as_deref().and_then(|labels| map(labels))
+        self.maps.labels.as_deref().and_then(|labels| map(labels))
     }
 
     /// The value of label `key`.
     pub fn label(&self, key: &str) -> Option<&Arc<str>> {
-        let labels = self.labels.as_deref()?;
-        labels
-            .binary_search_by(|(held, _)| (**held).cmp(key))
-            .ok()
-            .map(|index| &labels[index].1)
+        self.maps.label(key)
     }
 }
 
@@ -258,9 +302,12 @@ mod tests {
         let strings = Strings::new();
         let one = CompactMeta::new(full(), &strings);
         let two = CompactMeta::new(full(), &strings);
-        let shared = |meta: &CompactMeta| meta.labels.clone().unwrap();
+        let shared = |meta: &CompactMeta| meta.maps.labels.clone().unwrap();
         assert!(Arc::ptr_eq(&shared(&one), &shared(&two)));
-        assert!(Arc::ptr_eq(&one.annotations[0].1, &two.annotations[0].1));
+        assert!(Arc::ptr_eq(
+            &one.maps.annotations[0].1,
+            &two.maps.annotations[0].1
+        ));
 
         let mut other = full();
         other
@@ -278,7 +325,7 @@ mod tests {
         let strings = Strings::new();
         let one = CompactMeta::new(full(), &strings);
         let two = CompactMeta::new(full(), &strings);
-        let shared = |meta: &CompactMeta| meta.owner_references.clone().unwrap();
+        let shared = |meta: &CompactMeta| meta.maps.owner_references.clone().unwrap();
         assert!(Arc::ptr_eq(&shared(&one), &shared(&two)));
 
         let mut other = full();

@@ -58,6 +58,7 @@ pub mod status_diff;
 mod store_trim;
 pub mod stored_copy;
 pub mod stored_namespace;
+pub mod stored_object;
 pub mod stores;
 pub mod subscription;
 pub mod wiring;

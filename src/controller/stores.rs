@@ -24,10 +24,8 @@ use super::owned_objects::OwnedObjects;
 use super::store_trim::Trim;
 use super::stored_copy::StoredCopy;
 use super::stored_namespace::StoredNamespace;
-use crate::api::{
-    CatalogSource, ClusterServiceVersion, InstallPlan, MANAGED_LABEL, MANAGED_LABEL_VALUE,
-    OperatorGroup, Subscription,
-};
+use super::stored_object::{StoredCsv, StoredPlan};
+use crate::api::{CatalogSource, MANAGED_LABEL, MANAGED_LABEL_VALUE, OperatorGroup, Subscription};
 use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 
 /// How many watch events a slow subscriber may lag behind before the watch waits for it.
@@ -151,8 +149,8 @@ where
 pub struct Stores {
     pub catalog_sources: Store<CatalogSource>,
     pub subscriptions: Store<Subscription>,
-    pub csvs: Store<ClusterServiceVersion>,
-    pub install_plans: Store<InstallPlan>,
+    pub csvs: Store<StoredCsv>,
+    pub install_plans: Store<StoredPlan>,
     pub operator_groups: Store<OperatorGroup>,
     pub deployments: Store<DeploymentRollout>,
     pub copies: Store<StoredCopy>,
@@ -171,8 +169,8 @@ pub struct Stores {
 pub struct Namespaced {
     pub catalog_sources: Indexed<CatalogSource>,
     pub subscriptions: Indexed<Subscription>,
-    pub csvs: Indexed<ClusterServiceVersion>,
-    pub install_plans: Indexed<InstallPlan>,
+    pub csvs: Indexed<StoredCsv>,
+    pub install_plans: Indexed<StoredPlan>,
     pub operator_groups: Indexed<OperatorGroup>,
     pub copies: Indexed<StoredCopy>,
 }
@@ -230,8 +228,8 @@ pub struct Reflectors {
     scope: Scope,
     pub catalog_sources: Shared<CatalogSource>,
     pub subscriptions: Shared<Subscription>,
-    pub csvs: Shared<ClusterServiceVersion>,
-    pub install_plans: Shared<InstallPlan>,
+    pub csvs: Shared<StoredCsv>,
+    pub install_plans: Shared<StoredPlan>,
     pub operator_groups: Shared<OperatorGroup>,
     pub deployments: Shared<DeploymentRollout>,
     pub copies: Shared<StoredCopy>,

@@ -108,14 +108,20 @@ async fn stored_csvs_share_their_install_strategy_and_drop_bundle_presentation()
     })
     .await
     .expect("both CSVs reach the store");
-    let [a, b] = stored.map(|csv| csv.spec.install.spec.clone().unwrap());
-    assert!(Arc::ptr_eq(&a, &b), "one copy of the strategy");
-    assert_eq!(a.deployments[0].name, "widget-operator");
+    let [a, b] = stored.map(|csv| csv.spec.clone());
+    assert!(Arc::ptr_eq(&a, &b), "one copy of the spec");
+    let strategy = a.install.spec.clone().unwrap();
+    assert_eq!(strategy.deployments[0].name, "widget-operator");
     for csv in stores.csvs.state() {
-        let annotations = csv.metadata.annotations.as_ref().unwrap();
-        assert!(!annotations.contains_key("alm-examples"));
-        assert!(annotations.contains_key("opcat.dev/subscription"));
+        assert_eq!(csv.annotation("alm-examples"), None);
+        assert_eq!(csv.annotation("opcat.dev/subscription"), Some("widget"));
         assert_eq!(csv.spec.provider, None);
+        // Readers that need the whole object get it back, maps included.
+        let whole = csv.object();
+        let annotations = whole.metadata.annotations.unwrap();
+        assert!(!annotations.contains_key("alm-examples"));
+        assert_eq!(annotations["opcat.dev/subscription"], "widget");
+        assert_eq!(whole.metadata.labels, Some(ours.clone().into()));
     }
     for driver in drivers {
         driver.abort();

@@ -57,6 +57,7 @@ pub use report::{decode as decode_report, encode as encode_report};
 use super::context::Context;
 use super::manager::Shutdown;
 use super::own_writes::{Echoes, OwnWrites};
+use super::stored_object::StoredCsv;
 use super::stores::Reflectors;
 use super::wiring::{self, backoff_key_of};
 use crate::api::ClusterServiceVersion;
@@ -225,14 +226,14 @@ pub fn controller(
 }
 
 /// Reconciles one CSV.
-async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<Action, CsvError> {
-    if !observe::is_managed(&csv) {
+async fn reconcile(stored: Arc<StoredCsv>, state: Arc<Csvs>) -> Result<Action, CsvError> {
+    if !observe::is_managed(&stored) {
         return Ok(Action::await_change());
     }
-    let version = csv.resource_version();
+    let version = stored.resource_version();
     if state
         .own_writes
-        .is_stale(csv.uid().as_deref(), version.as_deref())
+        .is_stale(stored.uid().as_deref(), version.as_deref())
     {
         // The store still shows a version this reconciler wrote over (its report annotation
         // before its status): the watch event of the last write brings the next reconcile.
@@ -242,7 +243,8 @@ async fn reconcile(csv: Arc<ClusterServiceVersion>, state: Arc<Csvs>) -> Result<
         // Decisions read many stores; wait until each has listed once (after a start).
         return Ok(Action::requeue(state.context.settings.wait_requeue));
     }
-    let result = if observe::is_deleting(&csv) {
+    let csv = Arc::new(stored.object());
+    let result = if observe::is_deleting(csv.as_ref()) {
         cleanup::reconcile(&state, &csv).await
     } else {
         let result = install::reconcile(&state, &csv).await;

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 
 use super::error::CsvError;
 use super::observe::{LabelledObjects, ObjectKey};
@@ -204,7 +204,7 @@ fn holder_is_installed(context: &Context, namespace: &str, name: &str) -> bool {
         .stores
         .csvs
         .get(&ObjectRef::new(name).within(namespace))
-        .is_some_and(|csv| csv.metadata.deletion_timestamp.is_none())
+        .is_some_and(|csv| csv.meta().deletion_timestamp.is_none())
 }
 
 async fn get(

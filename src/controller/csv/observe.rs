@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 
 use super::clashes::NameClashes;
 use super::error::CsvError;
@@ -22,6 +22,7 @@ use crate::controller::keys::{self, csv as csv_keys};
 use crate::controller::owned_objects::OwnedObject;
 use crate::controller::resources::ResolvedResource;
 use crate::controller::source_secrets::SourceState;
+use crate::controller::stored_object::Labelled;
 use crate::pull_secrets::CatalogRef;
 use crate::registry::{Keyring, PullSecret};
 
@@ -55,21 +56,19 @@ pub const SWEPT_KINDS: &[(&str, &str)] = &[
 
 /// Whether opcat manages `csv` (the CSV watch is label-selected already; this guards a CSV
 /// whose label was removed while it was queued).
-pub fn is_managed(csv: &ClusterServiceVersion) -> bool {
-    csv.labels()
-        .get(crate::bundle::ownership::MANAGED_BY_LABEL)
-        .map(String::as_str)
+pub fn is_managed(csv: &impl Labelled) -> bool {
+    csv.label(crate::bundle::ownership::MANAGED_BY_LABEL)
         == Some(crate::bundle::ownership::MANAGED_BY_VALUE)
 }
 
 /// Whether `csv` is being deleted.
-pub fn is_deleting(csv: &ClusterServiceVersion) -> bool {
-    csv.metadata.deletion_timestamp.is_some()
+pub fn is_deleting(csv: &impl Resource) -> bool {
+    csv.meta().deletion_timestamp.is_some()
 }
 
 /// The catalog `csv` was installed from (annotation [`csv_keys::CATALOG`]).
-pub fn catalog_of(csv: &ClusterServiceVersion) -> Option<CatalogRef> {
-    let value = csv.annotations().get(csv_keys::CATALOG)?;
+pub fn catalog_of(csv: &impl Labelled) -> Option<CatalogRef> {
+    let value = csv.annotation(csv_keys::CATALOG)?;
     let (namespace, name) = keys::split_ref(value)?;
     Some(CatalogRef {
         namespace: namespace.to_owned(),
@@ -95,8 +94,11 @@ pub fn catalog_source(context: &Context, catalog: &CatalogRef) -> Option<Arc<Cat
 }
 
 /// The Subscription named in the CSV's annotation, from the store.
-pub fn subscription(context: &Context, csv: &ClusterServiceVersion) -> Option<Arc<Subscription>> {
-    let name = csv.annotations().get(csv_keys::SUBSCRIPTION)?;
+pub fn subscription(
+    context: &Context,
+    csv: &(impl Labelled + Resource),
+) -> Option<Arc<Subscription>> {
+    let name = csv.annotation(csv_keys::SUBSCRIPTION)?;
     let namespace = csv.namespace()?;
     context
         .stores
@@ -125,7 +127,8 @@ pub fn other_csvs(
         .csvs
         .in_namespace(namespace)
         .into_iter()
-        .filter(|csv| csv.name_any() != except && is_managed(csv) && !is_deleting(csv))
+        .filter(|csv| csv.name_any() != except && is_managed(&**csv) && !is_deleting(&**csv))
+        .map(|csv| Arc::new(csv.object()))
         .collect()
 }
 
@@ -154,8 +157,9 @@ pub fn replacer(
         .csvs
         .in_namespace(namespace)
         .into_iter()
-        .filter(|csv| !is_deleting(csv))
+        .filter(|csv| !is_deleting(&**csv))
         .find(|csv| csv.spec.replaces.as_deref() == Some(name))
+        .map(|csv| Arc::new(csv.object()))
 }
 
 /// The source Secrets of a CatalogSource, or the first one whose state is not known yet.

@@ -9,24 +9,25 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::observe::catalog_of;
-use crate::api::{CatalogSource, ClusterServiceVersion, OperatorGroup, Subscription};
+use crate::api::{CatalogSource, OperatorGroup, Subscription};
 use crate::bundle::ownership::{CSV_ANNOTATION, CSV_NAMESPACE_LABEL};
 use crate::controller::keys::csv as csv_keys;
 use crate::controller::source_secrets::SecretKey;
 use crate::controller::stored_copy::StoredCopy;
 use crate::controller::stored_namespace::StoredNamespace;
+use crate::controller::stored_object::StoredCsv;
 use crate::controller::stores::Indexed;
 use crate::pull_secrets::names::PROPAGATE_TO_ANNOTATION;
 use crate::pull_secrets::owners::is_csv_owner;
 
-type Refs = Vec<ObjectRef<ClusterServiceVersion>>;
+type Refs = Vec<ObjectRef<StoredCsv>>;
 
-fn refs<'a>(csvs: impl Iterator<Item = &'a Arc<ClusterServiceVersion>>) -> Refs {
+fn refs<'a>(csvs: impl Iterator<Item = &'a Arc<StoredCsv>>) -> Refs {
     csvs.map(|csv| ObjectRef::from_obj(csv.as_ref())).collect()
 }
 
 /// CSVs in `namespace`.
-pub fn in_namespace(csvs: &Indexed<ClusterServiceVersion>, namespace: &str) -> Refs {
+pub fn in_namespace(csvs: &Indexed<StoredCsv>, namespace: &str) -> Refs {
     refs(csvs.in_namespace(namespace).iter())
 }
 
@@ -63,7 +64,7 @@ pub fn deployment(deployment: &ObjectMeta) -> Refs {
 }
 
 /// The CSV that `csv` replaces (it may now go `Replacing` or `Deleting`).
-pub fn replaced(csv: &ClusterServiceVersion) -> Refs {
+pub fn replaced(csv: &StoredCsv) -> Refs {
     match (csv.spec.replaces.as_deref(), csv.namespace()) {
         (Some(replaces), Some(namespace)) if !replaces.is_empty() => {
             vec![ObjectRef::new(replaces).within(&namespace)]
@@ -73,7 +74,7 @@ pub fn replaced(csv: &ClusterServiceVersion) -> Refs {
 }
 
 /// CSVs in the OperatorGroup's namespace.
-pub fn operator_group(csvs: &Indexed<ClusterServiceVersion>, group: &OperatorGroup) -> Refs {
+pub fn operator_group(csvs: &Indexed<StoredCsv>, group: &OperatorGroup) -> Refs {
     group
         .namespace()
         .map(|namespace| in_namespace(csvs, &namespace))
@@ -81,19 +82,19 @@ pub fn operator_group(csvs: &Indexed<ClusterServiceVersion>, group: &OperatorGro
 }
 
 /// CSVs installed for the Subscription.
-pub fn subscription(csvs: &Indexed<ClusterServiceVersion>, subscription: &Subscription) -> Refs {
+pub fn subscription(csvs: &Indexed<StoredCsv>, subscription: &Subscription) -> Refs {
     let (Some(namespace), name) = (subscription.namespace(), subscription.name_any()) else {
         return Vec::new();
     };
     refs(
         csvs.in_namespace(&namespace)
             .iter()
-            .filter(|csv| csv.annotations().get(csv_keys::SUBSCRIPTION) == Some(&name)),
+            .filter(|csv| csv.annotation(csv_keys::SUBSCRIPTION) == Some(name.as_str())),
     )
 }
 
 /// CSVs installed from the CatalogSource `namespace/name`.
-pub fn from_catalog(csvs: &Indexed<ClusterServiceVersion>, namespace: &str, name: &str) -> Refs {
+pub fn from_catalog(csvs: &Indexed<StoredCsv>, namespace: &str, name: &str) -> Refs {
     refs(csvs.state().iter().filter(|csv| {
         catalog_of(csv)
             .is_some_and(|catalog| catalog.namespace == namespace && catalog.name == name)
@@ -118,17 +119,17 @@ pub fn subscription_fingerprint(subscription: &Subscription) -> String {
 /// (or the object is seen for the first time): a status update of a CatalogSource or
 /// Subscription is not a reason to look at every CSV installed from it again.
 pub struct Changes<K> {
-    csvs: Indexed<ClusterServiceVersion>,
+    csvs: Indexed<StoredCsv>,
     fingerprint: fn(&K) -> String,
-    targets: fn(&Indexed<ClusterServiceVersion>, &K) -> Refs,
+    targets: fn(&Indexed<StoredCsv>, &K) -> Refs,
     seen: Mutex<HashMap<(String, String), String>>,
 }
 
 impl<K: kube::Resource> Changes<K> {
     pub fn new(
-        csvs: Indexed<ClusterServiceVersion>,
+        csvs: Indexed<StoredCsv>,
         fingerprint: fn(&K) -> String,
-        targets: fn(&Indexed<ClusterServiceVersion>, &K) -> Refs,
+        targets: fn(&Indexed<StoredCsv>, &K) -> Refs,
     ) -> Self {
         Self {
             csvs,
@@ -155,7 +156,7 @@ impl<K: kube::Resource> Changes<K> {
 }
 
 /// CSVs installed from `catalog`.
-pub fn catalog(csvs: &Indexed<ClusterServiceVersion>, catalog: &CatalogSource) -> Refs {
+pub fn catalog(csvs: &Indexed<StoredCsv>, catalog: &CatalogSource) -> Refs {
     from_catalog(
         csvs,
         &catalog.namespace().unwrap_or_default(),
@@ -166,7 +167,7 @@ pub fn catalog(csvs: &Indexed<ClusterServiceVersion>, catalog: &CatalogSource) -
 /// CSVs from the catalogs that list the source Secret `key` in `spec.secrets` (rotation
 /// fan-out: every namespace that holds a copy).
 pub fn source_secret(
-    csvs: &Indexed<ClusterServiceVersion>,
+    csvs: &Indexed<StoredCsv>,
     catalogs: &Store<CatalogSource>,
     key: &SecretKey,
 ) -> Refs {
@@ -183,14 +184,14 @@ pub fn source_secret(
 }
 
 /// CSVs in the namespace of a copy (a deleted or edited copy is restored).
-pub fn copy(csvs: &Indexed<ClusterServiceVersion>, copy: &StoredCopy) -> Refs {
+pub fn copy(csvs: &Indexed<StoredCsv>, copy: &StoredCopy) -> Refs {
     copy.namespace()
         .map(|namespace| in_namespace(csvs, &namespace))
         .unwrap_or_default()
 }
 
 /// CSVs in the namespace (its opt-out label may have changed).
-pub fn namespace(csvs: &Indexed<ClusterServiceVersion>, namespace: &StoredNamespace) -> Refs {
+pub fn namespace(csvs: &Indexed<StoredCsv>, namespace: &StoredNamespace) -> Refs {
     in_namespace(csvs, namespace.name())
 }
 
@@ -216,14 +217,15 @@ mod tests {
         reader
     }
 
-    fn csv(namespace: &str, name: &str, catalog: &str) -> ClusterServiceVersion {
-        let mut csv = ClusterServiceVersion::new(name, Default::default());
+    /// A CSV as the store holds it.
+    fn csv(namespace: &str, name: &str, catalog: &str) -> StoredCsv {
+        let mut csv = crate::api::ClusterServiceVersion::new(name, Default::default());
         csv.metadata.namespace = Some(namespace.to_owned());
         csv.metadata.annotations = Some(BTreeMap::from([(
             csv_keys::CATALOG.to_owned(),
             catalog.to_owned(),
         )]));
-        csv
+        StoredCsv::from(csv)
     }
 
     fn catalog(secrets: &[&str]) -> CatalogSource {

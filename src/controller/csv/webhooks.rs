@@ -34,6 +34,7 @@ use crate::certificates::{CERTIFICATE_LABEL, CERTIFICATE_LABEL_VALUE};
 use crate::controller::apply::ApplyError;
 use crate::controller::context::Context;
 use crate::controller::drift;
+use crate::controller::stored_object::StoredCsv;
 use crate::controller::stores::{Scope, created_by_opcat};
 
 const API_SERVICE_KIND: &str = "APIService";
@@ -230,13 +231,13 @@ fn held_elsewhere<K: Resource>(context: &Context, namespace: &str, object: &K) -
         .stores
         .csvs
         .get(&holder)
-        .is_some_and(|csv| !observe::is_deleting(&csv));
+        .is_some_and(|csv| !observe::is_deleting(csv.as_ref()));
     (holder_namespace != namespace && installed).then_some(holder_namespace)
 }
 
 /// The CSV an object's ownership labels name (full name from the annotation when the label was
 /// shortened).
-fn labelled_csv<K: Resource>(object: &K) -> Option<ObjectRef<ClusterServiceVersion>> {
+fn labelled_csv<K: Resource>(object: &K) -> Option<ObjectRef<StoredCsv>> {
     let labels = object.meta().labels.as_ref()?;
     let namespace = labels.get(CSV_NAMESPACE_LABEL)?;
     let name = object
@@ -252,10 +253,10 @@ fn labelled_csv<K: Resource>(object: &K) -> Option<ObjectRef<ClusterServiceVersi
 /// their label), webhook configurations and APIServices (by opcat's label), metadata only, each
 /// mapped to the CSV its labels name.
 pub(super) fn watch(
-    controller: Controller<ClusterServiceVersion>,
+    controller: Controller<StoredCsv>,
     client: &Client,
     scope: &Scope,
-) -> Controller<ClusterServiceVersion> {
+) -> Controller<StoredCsv> {
     let certificates = watcher::Config::default().labels(&format!(
         "{},{CERTIFICATE_LABEL}={CERTIFICATE_LABEL_VALUE}",
         created_by_opcat()

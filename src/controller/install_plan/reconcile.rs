@@ -30,6 +30,7 @@ use crate::controller::clock::status_time;
 use crate::controller::context::Context;
 use crate::controller::keys;
 use crate::controller::plan_record::{self, PlanEntry};
+use crate::controller::stored_object::{StoredCsv, StoredPlan};
 use crate::controller::wiring::backoff_key_of;
 
 /// Bundle lookup reason: the pull is in progress.
@@ -43,22 +44,23 @@ pub const EVENT_BUNDLE_PULL_FAILED: &str = "BundlePullFailed";
 
 /// Reconciles one InstallPlan.
 pub async fn reconcile(
-    plan: Arc<InstallPlan>,
+    stored: Arc<StoredPlan>,
     ctx: Arc<InstallPlanContext>,
 ) -> Result<Action, InstallPlanError> {
     let context = &ctx.context;
     // Complete and Failed plans are records: never changed again.
-    if plan.meta().deletion_timestamp.is_some() || is_finished(&plan) {
+    if stored.meta().deletion_timestamp.is_some() || is_finished(stored.status.as_ref()) {
         return Ok(Action::await_change());
     }
     if ctx.own_writes.is_stale(
-        plan.meta().uid.as_deref(),
-        plan.meta().resource_version.as_deref(),
+        stored.meta().uid.as_deref(),
+        stored.meta().resource_version.as_deref(),
     ) {
         // The store still shows the version before our last status write (which may have
         // finished the plan); its watch event brings the next reconcile.
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
+    let plan = stored.object();
     let writer = StatusWriter::new(context, &ctx.own_writes, &plan);
     let now = status_time(context.clock.now());
     let entries = match plan_record::entries(&plan) {
@@ -192,7 +194,7 @@ pub async fn reconcile(
         .csvs
         .in_namespace(&writer.namespace)
         .into_iter()
-        .map(|csv| (csv.name_any(), csv))
+        .map(|csv| (csv.name_any(), Arc::new(csv.object())))
         .collect();
     let checked: Vec<(&Bundle, &ClusterServiceVersion)> = fetched
         .iter()
@@ -226,7 +228,7 @@ pub async fn reconcile(
     );
     context
         .backoffs
-        .succeeded(&backoff_key_of(super::CONTROLLER, plan.as_ref()));
+        .succeeded(&backoff_key_of(super::CONTROLLER, &plan));
     Ok(Action::await_change())
 }
 
@@ -266,9 +268,9 @@ async fn create_csv(
     let existing = context
         .stores
         .csvs
-        .get(&ObjectRef::<ClusterServiceVersion>::new(&csv_name).within(namespace));
+        .get(&ObjectRef::<StoredCsv>::new(&csv_name).within(namespace));
     if let Some(existing) = existing {
-        let ours = existing.annotations().get(keys::csv::INSTALL_PLAN) == Some(&writer.name);
+        let ours = existing.annotation(keys::csv::INSTALL_PLAN) == Some(writer.name.as_str());
         return Ok(if ours { STEP_CREATED } else { STEP_PRESENT });
     }
     let api: Api<ClusterServiceVersion> = Api::namespaced(context.client.clone(), namespace);

@@ -5,30 +5,29 @@
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::api::CatalogSource;
 use crate::api::install_plan::InstallPlanStatus;
-use crate::api::{CatalogSource, InstallPlan};
 use crate::controller::plan_record;
 use crate::controller::source_secrets::SecretKey;
+use crate::controller::stored_object::StoredPlan;
 
-/// Whether the plan is a record (never changed again).
-pub fn is_finished(plan: &InstallPlan) -> bool {
-    plan.status
-        .as_ref()
-        .is_some_and(InstallPlanStatus::is_finished)
+/// Whether a plan with `status` is a record (never changed again).
+pub fn is_finished(status: Option<&InstallPlanStatus>) -> bool {
+    status.is_some_and(InstallPlanStatus::is_finished)
 }
 
 /// Unfinished plans installing a bundle from `namespace/name`.
 fn unfinished_from(
-    plans: &Store<InstallPlan>,
+    plans: &Store<StoredPlan>,
     namespace: &str,
     name: &str,
-) -> Vec<ObjectRef<InstallPlan>> {
+) -> Vec<ObjectRef<StoredPlan>> {
     plans
         .state()
         .iter()
-        .filter(|plan| !is_finished(plan))
+        .filter(|plan| !is_finished(plan.status.as_ref()))
         .filter(|plan| {
-            plan_record::catalogs(plan)
+            plan_record::catalogs(&plan.object())
                 .iter()
                 .any(|(ns, n)| ns == namespace && n == name)
         })
@@ -38,9 +37,9 @@ fn unfinished_from(
 
 /// A CatalogSource changed (for example its `spec.secrets`).
 pub fn for_catalog_source(
-    plans: &Store<InstallPlan>,
+    plans: &Store<StoredPlan>,
     catalog: &CatalogSource,
-) -> Vec<ObjectRef<InstallPlan>> {
+) -> Vec<ObjectRef<StoredPlan>> {
     unfinished_from(
         plans,
         &catalog.namespace().unwrap_or_default(),
@@ -50,10 +49,10 @@ pub fn for_catalog_source(
 
 /// A source Secret changed: the unfinished plans of every catalog that lists it.
 pub fn for_source_secret(
-    plans: &Store<InstallPlan>,
+    plans: &Store<StoredPlan>,
     catalogs: &Store<CatalogSource>,
     secret: &SecretKey,
-) -> Vec<ObjectRef<InstallPlan>> {
+) -> Vec<ObjectRef<StoredPlan>> {
     let (namespace, name) = secret;
     catalogs
         .state()

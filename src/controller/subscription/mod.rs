@@ -63,9 +63,10 @@ use kube::runtime::controller::Controller;
 use super::context::Context;
 use super::manager::Shutdown;
 use super::own_writes::OwnWrites;
+use super::stored_object::{StoredCsv, StoredPlan};
 use super::stores::Reflectors;
 use super::wiring;
-use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan};
+use crate::api::CatalogSource;
 use created::{CreatedPlans, NamespaceLocks};
 use reconcile::reconcile;
 
@@ -105,7 +106,7 @@ pub fn controller(
         move |catalog: Arc<CatalogSource>| catalog_triggers.map(&catalog, true);
     let for_csv = {
         let subscriptions = subscriptions.clone();
-        move |csv: Arc<ClusterServiceVersion>| triggers::for_csv(&subscriptions, &csv)
+        move |csv: Arc<StoredCsv>| triggers::for_csv(&subscriptions, &csv)
     };
     let controller =
         Controller::for_shared_stream(reflectors.subscriptions.subscribe(), subscriptions.store())
@@ -116,7 +117,7 @@ pub fn controller(
             )
             .watches_shared_stream(
                 reflectors.install_plans.subscribe(),
-                |plan: Arc<InstallPlan>| triggers::for_install_plan(&plan),
+                |plan: Arc<StoredPlan>| triggers::for_install_plan(&plan),
             )
             .watches_shared_stream(reflectors.csvs.subscribe(), for_csv);
     let state = Arc::new(SubscriptionContext {

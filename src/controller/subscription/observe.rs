@@ -13,6 +13,7 @@ use super::plan_builder::is_plan_of;
 use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
 use crate::controller::catalogs::LoadedCatalog;
 use crate::controller::context::Context;
+use crate::controller::stored_object::StoredPlan;
 
 /// What the stores say about a Subscription's world.
 pub struct Observed {
@@ -78,13 +79,13 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
         })
         .collect();
 
-    let in_namespace: Vec<Arc<InstallPlan>> =
+    let in_namespace: Vec<Arc<StoredPlan>> =
         stores.namespaced.install_plans.in_namespace(&namespace);
     let listed: Vec<String> = in_namespace.iter().filter_map(|plan| plan.uid()).collect();
     let unseen = created.unseen(&namespace, &listed);
     let mut namespace_plans: Vec<InstallPlan> = in_namespace
         .iter()
-        .map(|plan| plan.as_ref().clone())
+        .map(|plan| plan.object())
         .chain(unseen)
         .collect();
     namespace_plans.sort_by(|a, b| {
@@ -111,7 +112,7 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
         .csvs
         .in_namespace(&namespace)
         .into_iter()
-        .map(|csv| (csv.name_any(), csv))
+        .map(|csv| (csv.name_any(), Arc::new(csv.object())))
         .collect();
 
     Observed {

@@ -8,8 +8,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use super::catalog_health::is_healthy;
-use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
+use crate::api::{CatalogSource, Subscription};
 use crate::controller::keys;
+use crate::controller::stored_object::{StoredCsv, StoredPlan};
 use crate::controller::stores::Indexed;
 
 type Refs = Vec<ObjectRef<Subscription>>;
@@ -88,7 +89,7 @@ impl GlobalCatalogs {
 }
 
 /// An InstallPlan changed: every Subscription it serves (its owners).
-pub fn for_install_plan(plan: &InstallPlan) -> Refs {
+pub fn for_install_plan(plan: &StoredPlan) -> Refs {
     let Some(namespace) = plan.namespace() else {
         return Vec::new();
     };
@@ -100,7 +101,7 @@ pub fn for_install_plan(plan: &InstallPlan) -> Refs {
         .map(|owner| ObjectRef::new(&owner.name).within(&namespace))
         .collect();
     if refs.is_empty()
-        && let Some(name) = plan.annotations().get(keys::install_plan::SUBSCRIPTION)
+        && let Some(name) = plan.annotation(keys::install_plan::SUBSCRIPTION)
     {
         refs.push(ObjectRef::new(name).within(&namespace));
     }
@@ -111,19 +112,19 @@ pub fn for_install_plan(plan: &InstallPlan) -> Refs {
 /// namespace whose status names it.
 pub fn for_csv(
     subscriptions: &Indexed<Subscription>,
-    csv: &ClusterServiceVersion,
+    csv: &StoredCsv,
 ) -> Vec<ObjectRef<Subscription>> {
     let Some(namespace) = csv.namespace() else {
         return Vec::new();
     };
     let name = csv.name_any();
-    let annotated = csv.annotations().get(keys::csv::SUBSCRIPTION);
+    let annotated = csv.annotation(keys::csv::SUBSCRIPTION);
     let mut refs: Vec<ObjectRef<Subscription>> = subscriptions
         .in_namespace(&namespace)
         .iter()
         .filter(|sub| {
             let status = sub.status.as_ref();
-            Some(&sub.name_any()) == annotated
+            Some(sub.name_any().as_str()) == annotated
                 || status.and_then(|s| s.current_csv.as_ref()) == Some(&name)
                 || status.and_then(|s| s.installed_csv.as_ref()) == Some(&name)
         })

@@ -1,0 +1,280 @@
+//! What the shared watches keep of opcat's own kinds (ClusterServiceVersions, InstallPlans):
+//! the object with its labels, annotations and owner references held as [`MetaMaps`] (strings
+//! and whole label sets shared between objects) and its spec shared between every object of the
+//! kind with an equal spec. Readers read `spec` and `status` as fields, the maps through
+//! [`Stored::label`] and [`Stored::annotation`], and get the whole object back with
+//! [`Stored::object`].
+//!
+//! Why: these are the stores' largest objects, one of each per install. A CSV held about 6.6 kB
+//! (3 kB of it metadata maps, 1.6 kB a spec equal in every namespace that installed the
+//! bundle), an InstallPlan 4.5 kB (2.8 kB metadata maps: its bundle record annotation alone is
+//! half a kilobyte, the same in every namespace); scripts/bench-scale.sh at 10,000 namespaces.
+//!
+//! A stored form is the same API resource as its kind (group, version, kind, plural), so `Api`
+//! and the watcher request it as usual; it is deserialised as the kind, trimmed
+//! ([`super::store_trim::Trim`]) and converted.
+//!
+//! The key `ObjectMeta` keeps everything but the three maps: name, namespace, uid,
+//! resourceVersion, generation, creation and deletion timestamps, finalizers. So kube's
+//! reflector, the echo filters and `ResourceExt` read those as usual; `ResourceExt::labels`,
+//! `annotations` and `owner_references` of a stored object are empty, which is why readers go
+//! through the methods here.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::compact_meta::MetaMaps;
+use super::store_trim::Trim;
+use crate::interner::{Interner, Strings};
+
+/// The shared tables of one kind's stored objects.
+pub struct Tables<Spec> {
+    /// Label, annotation and owner-reference strings.
+    pub strings: Strings,
+    /// Specs: one copy per distinct spec.
+    pub specs: Interner<Spec>,
+}
+
+impl<Spec> Default for Tables<Spec> {
+    fn default() -> Self {
+        Self {
+            strings: Strings::new(),
+            specs: Interner::default(),
+        }
+    }
+}
+
+/// A kind stored as [`Stored`]: how it comes apart and back together.
+pub trait Compacted: kube::Resource<DynamicType = ()> + DeserializeOwned + Sized {
+    type Spec: Serialize + PartialEq + Clone + Debug + Send + Sync + 'static;
+    type Status: Clone + Debug + Send + Sync + 'static;
+
+    /// The kind's shared tables.
+    fn tables() -> &'static Tables<Self::Spec>;
+
+    /// The object's parts.
+    fn into_parts(self) -> (ObjectMeta, Self::Spec, Option<Self::Status>);
+
+    /// The object from its parts.
+    fn from_parts(metadata: ObjectMeta, spec: Self::Spec, status: Option<Self::Status>) -> Self;
+
+    /// Drops what no reader of the store needs ([`Trim`]).
+    fn trim_stored(&mut self);
+}
+
+/// An object of kind `K` as the shared watch stores it (see the module docs).
+pub struct Stored<K: Compacted> {
+    /// Everything but labels, annotations and owner references (and managed fields, dropped).
+    metadata: ObjectMeta,
+    maps: MetaMaps,
+    /// Shared between stored objects with equal specs ([`Tables::specs`]).
+    pub spec: Arc<K::Spec>,
+    pub status: Option<K::Status>,
+}
+
+impl<K: Compacted> From<K> for Stored<K> {
+    fn from(mut object: K) -> Self {
+        object.trim_stored();
+        let (mut metadata, spec, status) = object.into_parts();
+        let tables = K::tables();
+        let maps = MetaMaps::take(&mut metadata, &tables.strings);
+        Self {
+            metadata,
+            maps,
+            spec: tables.specs.intern(Arc::new(spec)),
+            status,
+        }
+    }
+}
+
+impl<K: Compacted> Stored<K> {
+    /// The object as read (without its managed fields, and what [`Trim`] drops).
+    pub fn object(&self) -> K {
+        let mut metadata = self.metadata.clone();
+        self.maps.restore(&mut metadata);
+        K::from_parts(metadata, K::Spec::clone(&self.spec), self.status.clone())
+    }
+
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.maps.label(key).map(|value| &**value)
+    }
+
+    /// The value of annotation `key`.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.maps.annotation(key).map(|value| &**value)
+    }
+
+    /// The owner references (empty when there are none).
+    pub fn owner_references(&self) -> &[OwnerReference] {
+        self.maps.owner_references()
+    }
+}
+
+/// Reads the labels and annotations of an object, whole or stored: the readers that take either
+/// read through this (`ResourceExt::labels` of a stored object is empty).
+pub trait Labelled {
+    /// The value of label `key`.
+    fn label(&self, key: &str) -> Option<&str>;
+    /// The value of annotation `key`.
+    fn annotation(&self, key: &str) -> Option<&str>;
+}
+
+impl<K: Compacted> Labelled for Stored<K> {
+    fn label(&self, key: &str) -> Option<&str> {
+        Stored::label(self, key)
+    }
+
+    fn annotation(&self, key: &str) -> Option<&str> {
+        Stored::annotation(self, key)
+    }
+}
+
+impl<T: Labelled + ?Sized> Labelled for Arc<T> {
+    fn label(&self, key: &str) -> Option<&str> {
+        (**self).label(key)
+    }
+
+    fn annotation(&self, key: &str) -> Option<&str> {
+        (**self).annotation(key)
+    }
+}
+
+impl<T: Labelled + ?Sized> Labelled for &T {
+    fn label(&self, key: &str) -> Option<&str> {
+        (**self).label(key)
+    }
+
+    fn annotation(&self, key: &str) -> Option<&str> {
+        (**self).annotation(key)
+    }
+}
+
+/// Whole objects read their maps.
+macro_rules! labelled {
+    ($($kind:ty),*) => {$(
+        impl Labelled for $kind {
+            fn label(&self, key: &str) -> Option<&str> {
+                self.metadata.labels.as_ref()?.get(key).map(String::as_str)
+            }
+
+            fn annotation(&self, key: &str) -> Option<&str> {
+                self.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+            }
+        }
+    )*};
+}
+
+labelled!(crate::api::ClusterServiceVersion, crate::api::InstallPlan);
+
+impl<K: Compacted> Clone for Stored<K> {
+    fn clone(&self) -> Self {
+        Self {
+            metadata: self.metadata.clone(),
+            maps: self.maps.clone(),
+            spec: Arc::clone(&self.spec),
+            status: self.status.clone(),
+        }
+    }
+}
+
+impl<K: Compacted> Debug for Stored<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stored")
+            .field("metadata", &self.metadata)
+            .field("maps", &self.maps)
+            .field("spec", &self.spec)
+            .field("status", &self.status)
+            .finish()
+    }
+}
+
+impl<'de, K: Compacted> Deserialize<'de> for Stored<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        K::deserialize(deserializer).map(Self::from)
+    }
+}
+
+/// Stored objects were trimmed when they were converted.
+impl<K: Compacted> Trim for Stored<K> {}
+
+impl<K: Compacted> kube::Resource for Stored<K> {
+    type DynamicType = ();
+    type Scope = K::Scope;
+
+    fn kind(dt: &()) -> std::borrow::Cow<'_, str> {
+        K::kind(dt)
+    }
+
+    fn group(dt: &()) -> std::borrow::Cow<'_, str> {
+        K::group(dt)
+    }
+
+    fn version(dt: &()) -> std::borrow::Cow<'_, str> {
+        K::version(dt)
+    }
+
+    fn plural(dt: &()) -> std::borrow::Cow<'_, str> {
+        K::plural(dt)
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Implements [`Compacted`] for a kube `CustomResource` kind with `spec` and `status`.
+macro_rules! compacted {
+    ($kind:ty, $spec:ty, $status:ty) => {
+        impl Compacted for $kind {
+            type Spec = $spec;
+            type Status = $status;
+
+            fn tables() -> &'static Tables<$spec> {
+                static TABLES: std::sync::LazyLock<Tables<$spec>> =
+                    std::sync::LazyLock::new(Tables::default);
+                &TABLES
+            }
+
+            fn into_parts(self) -> (ObjectMeta, $spec, Option<$status>) {
+                (self.metadata, self.spec, self.status)
+            }
+
+            fn from_parts(metadata: ObjectMeta, spec: $spec, status: Option<$status>) -> Self {
+                Self {
+                    metadata,
+                    spec,
+                    status,
+                }
+            }
+
+            fn trim_stored(&mut self) {
+                Trim::trim(self);
+            }
+        }
+    };
+}
+
+compacted!(
+    crate::api::InstallPlan,
+    crate::api::InstallPlanSpec,
+    crate::api::InstallPlanStatus
+);
+compacted!(
+    crate::api::ClusterServiceVersion,
+    crate::api::ClusterServiceVersionSpec,
+    crate::api::ClusterServiceVersionStatus
+);
+
+/// A stored InstallPlan.
+pub type StoredPlan = Stored<crate::api::InstallPlan>;
+/// A stored ClusterServiceVersion.
+pub type StoredCsv = Stored<crate::api::ClusterServiceVersion>;
