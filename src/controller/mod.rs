@@ -59,6 +59,7 @@ mod store_trim;
 pub mod stored_copy;
 pub mod stored_namespace;
 pub mod stored_object;
+pub mod stored_subscription_status;
 pub mod stores;
 pub mod subscription;
 pub mod wiring;

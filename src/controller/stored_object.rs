@@ -51,7 +51,9 @@ impl<Spec> Default for Tables<Spec> {
 /// A kind stored as [`Stored`]: how it comes apart and back together.
 pub trait Compacted: kube::Resource<DynamicType = ()> + DeserializeOwned + Sized {
     type Spec: Serialize + PartialEq + Clone + Debug + Send + Sync + 'static;
-    type Status: Clone + Debug + Send + Sync + 'static;
+    type Status;
+    /// The status as stored: the status itself, or a compact form of it.
+    type StoredStatus: Clone + Debug + Send + Sync + 'static;
 
     /// The kind's shared tables.
     fn tables() -> &'static Tables<Self::Spec>;
@@ -64,6 +66,12 @@ pub trait Compacted: kube::Resource<DynamicType = ()> + DeserializeOwned + Sized
 
     /// Drops what no reader of the store needs ([`Trim`]).
     fn trim_stored(&mut self);
+
+    /// The status as stored.
+    fn store_status(status: Self::Status) -> Self::StoredStatus;
+
+    /// The status back from its stored form.
+    fn load_status(stored: &Self::StoredStatus) -> Self::Status;
 }
 
 /// An object of kind `K` as the shared watch stores it (see the module docs).
@@ -73,7 +81,7 @@ pub struct Stored<K: Compacted> {
     maps: MetaMaps,
     /// Shared between stored objects with equal specs ([`Tables::specs`]).
     pub spec: Arc<K::Spec>,
-    pub status: Option<K::Status>,
+    pub status: Option<K::StoredStatus>,
 }
 
 impl<K: Compacted> From<K> for Stored<K> {
@@ -86,7 +94,7 @@ impl<K: Compacted> From<K> for Stored<K> {
             metadata,
             maps,
             spec: tables.specs.intern(Arc::new(spec)),
-            status,
+            status: status.map(K::store_status),
         }
     }
 }
@@ -96,7 +104,8 @@ impl<K: Compacted> Stored<K> {
     pub fn object(&self) -> K {
         let mut metadata = self.metadata.clone();
         self.maps.restore(&mut metadata);
-        K::from_parts(metadata, K::Spec::clone(&self.spec), self.status.clone())
+        let status = self.status.as_ref().map(K::load_status);
+        K::from_parts(metadata, K::Spec::clone(&self.spec), status)
     }
 
     /// The value of label `key`.
@@ -169,7 +178,11 @@ macro_rules! labelled {
     )*};
 }
 
-labelled!(crate::api::ClusterServiceVersion, crate::api::InstallPlan);
+labelled!(
+    crate::api::ClusterServiceVersion,
+    crate::api::InstallPlan,
+    crate::api::Subscription
+);
 
 impl<K: Compacted> Clone for Stored<K> {
     fn clone(&self) -> Self {
@@ -231,12 +244,24 @@ impl<K: Compacted> kube::Resource for Stored<K> {
     }
 }
 
-/// Implements [`Compacted`] for a kube `CustomResource` kind with `spec` and `status`.
+/// Implements [`Compacted`] for a kube `CustomResource` kind with `spec` and `status`; the
+/// status is stored as `$stored` (the status itself when not given).
 macro_rules! compacted {
     ($kind:ty, $spec:ty, $status:ty) => {
+        compacted!(
+            $kind,
+            $spec,
+            $status,
+            $status,
+            Clone::clone,
+            std::convert::identity
+        );
+    };
+    ($kind:ty, $spec:ty, $status:ty, $stored:ty, $load:expr, $store:expr) => {
         impl Compacted for $kind {
             type Spec = $spec;
             type Status = $status;
+            type StoredStatus = $stored;
 
             fn tables() -> &'static Tables<$spec> {
                 static TABLES: std::sync::LazyLock<Tables<$spec>> =
@@ -259,6 +284,14 @@ macro_rules! compacted {
             fn trim_stored(&mut self) {
                 Trim::trim(self);
             }
+
+            fn store_status(status: $status) -> $stored {
+                $store(status)
+            }
+
+            fn load_status(stored: &$stored) -> $status {
+                $load(stored)
+            }
         }
     };
 }
@@ -269,6 +302,14 @@ compacted!(
     crate::api::InstallPlanStatus
 );
 compacted!(
+    crate::api::Subscription,
+    crate::api::SubscriptionSpec,
+    crate::api::SubscriptionStatus,
+    super::stored_subscription_status::StoredSubscriptionStatus,
+    super::stored_subscription_status::StoredSubscriptionStatus::load,
+    super::stored_subscription_status::StoredSubscriptionStatus::store
+);
+compacted!(
     crate::api::ClusterServiceVersion,
     crate::api::ClusterServiceVersionSpec,
     crate::api::ClusterServiceVersionStatus
@@ -276,5 +317,7 @@ compacted!(
 
 /// A stored InstallPlan.
 pub type StoredPlan = Stored<crate::api::InstallPlan>;
+/// A stored Subscription.
+pub type StoredSubscription = Stored<crate::api::Subscription>;
 /// A stored ClusterServiceVersion.
 pub type StoredCsv = Stored<crate::api::ClusterServiceVersion>;

@@ -24,8 +24,8 @@ use super::owned_objects::OwnedObjects;
 use super::store_trim::Trim;
 use super::stored_copy::StoredCopy;
 use super::stored_namespace::StoredNamespace;
-use super::stored_object::{StoredCsv, StoredPlan};
-use crate::api::{CatalogSource, MANAGED_LABEL, MANAGED_LABEL_VALUE, OperatorGroup, Subscription};
+use super::stored_object::{StoredCsv, StoredPlan, StoredSubscription};
+use crate::api::{CatalogSource, MANAGED_LABEL, MANAGED_LABEL_VALUE, OperatorGroup};
 use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 
 /// How many watch events a slow subscriber may lag behind before the watch waits for it.
@@ -148,7 +148,7 @@ where
 #[derive(Clone)]
 pub struct Stores {
     pub catalog_sources: Store<CatalogSource>,
-    pub subscriptions: Store<Subscription>,
+    pub subscriptions: Store<StoredSubscription>,
     pub csvs: Store<StoredCsv>,
     pub install_plans: Store<StoredPlan>,
     pub operator_groups: Store<OperatorGroup>,
@@ -168,7 +168,7 @@ pub struct Stores {
 #[derive(Clone)]
 pub struct Namespaced {
     pub catalog_sources: Indexed<CatalogSource>,
-    pub subscriptions: Indexed<Subscription>,
+    pub subscriptions: Indexed<StoredSubscription>,
     pub csvs: Indexed<StoredCsv>,
     pub install_plans: Indexed<StoredPlan>,
     pub operator_groups: Indexed<OperatorGroup>,
@@ -227,7 +227,7 @@ pub struct Reflectors {
     client: Client,
     scope: Scope,
     pub catalog_sources: Shared<CatalogSource>,
-    pub subscriptions: Shared<Subscription>,
+    pub subscriptions: Shared<StoredSubscription>,
     pub csvs: Shared<StoredCsv>,
     pub install_plans: Shared<StoredPlan>,
     pub operator_groups: Shared<OperatorGroup>,

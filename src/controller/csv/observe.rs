@@ -104,6 +104,7 @@ pub fn subscription(
         .stores
         .subscriptions
         .get(&ObjectRef::new(name).within(&namespace))
+        .map(|subscription| Arc::new(subscription.object()))
 }
 
 /// Labels of `namespace`, from the metadata-only store.

@@ -9,13 +9,13 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::observe::catalog_of;
-use crate::api::{CatalogSource, OperatorGroup, Subscription};
+use crate::api::{CatalogSource, OperatorGroup};
 use crate::bundle::ownership::{CSV_ANNOTATION, CSV_NAMESPACE_LABEL};
 use crate::controller::keys::csv as csv_keys;
 use crate::controller::source_secrets::SecretKey;
 use crate::controller::stored_copy::StoredCopy;
 use crate::controller::stored_namespace::StoredNamespace;
-use crate::controller::stored_object::StoredCsv;
+use crate::controller::stored_object::{StoredCsv, StoredSubscription};
 use crate::controller::stores::Indexed;
 use crate::pull_secrets::names::PROPAGATE_TO_ANNOTATION;
 use crate::pull_secrets::owners::is_csv_owner;
@@ -82,7 +82,7 @@ pub fn operator_group(csvs: &Indexed<StoredCsv>, group: &OperatorGroup) -> Refs 
 }
 
 /// CSVs installed for the Subscription.
-pub fn subscription(csvs: &Indexed<StoredCsv>, subscription: &Subscription) -> Refs {
+pub fn subscription(csvs: &Indexed<StoredCsv>, subscription: &StoredSubscription) -> Refs {
     let (Some(namespace), name) = (subscription.namespace(), subscription.name_any()) else {
         return Vec::new();
     };
@@ -111,7 +111,7 @@ pub fn catalog_fingerprint(catalog: &CatalogSource) -> String {
 
 /// What of a Subscription concerns its CSVs: `spec.config`. Status updates (the Subscription
 /// reconciler mirrors the CSV's report there) do not.
-pub fn subscription_fingerprint(subscription: &Subscription) -> String {
+pub fn subscription_fingerprint(subscription: &StoredSubscription) -> String {
     serde_json::to_string(&subscription.spec.config).unwrap_or_default()
 }
 

@@ -119,7 +119,10 @@ pub fn observe(context: &Context, created: &CreatedPlans, subscription: &Subscri
         catalogs,
         plans,
         namespace_plans,
-        subscriptions,
+        subscriptions: subscriptions
+            .iter()
+            .map(|subscription| Arc::new(subscription.object()))
+            .collect(),
         csvs,
         next_generation: max_generation.saturating_add(1),
     }

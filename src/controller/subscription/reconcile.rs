@@ -25,6 +25,7 @@ use crate::api::{InstallPlan, Subscription};
 use crate::controller::apply;
 use crate::controller::clock::status_time;
 use crate::controller::context::Context;
+use crate::controller::stored_object::StoredSubscription;
 use crate::controller::wiring::backoff_key_of;
 
 /// Event reason: an InstallPlan was created.
@@ -36,9 +37,11 @@ pub const EVENT_RESOLUTION_FAILED: &str = "ResolutionFailed";
 
 /// Reconciles one Subscription.
 pub async fn reconcile(
-    subscription: Arc<Subscription>,
+    stored: Arc<StoredSubscription>,
     ctx: Arc<SubscriptionContext>,
 ) -> Result<Action, SubscriptionError> {
+    // Decisions and writes use the whole object; the store keeps a compact form.
+    let subscription = Arc::new(stored.object());
     let context = &ctx.context;
     let namespace = subscription.namespace().unwrap_or_default();
     let name = subscription.name_any();

@@ -10,23 +10,23 @@ use kube::{Resource, ResourceExt};
 use super::catalog_health::is_healthy;
 use crate::api::{CatalogSource, Subscription};
 use crate::controller::keys;
-use crate::controller::stored_object::{StoredCsv, StoredPlan};
+use crate::controller::stored_object::{StoredCsv, StoredPlan, StoredSubscription};
 use crate::controller::stores::Indexed;
 
-type Refs = Vec<ObjectRef<Subscription>>;
+type Refs = Vec<ObjectRef<StoredSubscription>>;
 
 /// A CatalogSource changed (a new digest may mean an upgrade or a dependency now available; its
 /// health is in the status of every Subscription that can see it): the Subscriptions naming it
 /// and those in its namespace; for a catalog of the global catalog namespace, every
 /// Subscription, but only when [`GlobalCatalogs`] says something resolution reads changed.
 pub struct CatalogTriggers {
-    subscriptions: Indexed<Subscription>,
+    subscriptions: Indexed<StoredSubscription>,
     global: String,
     seen: GlobalCatalogs,
 }
 
 impl CatalogTriggers {
-    pub fn new(subscriptions: Indexed<Subscription>, global: String) -> Self {
+    pub fn new(subscriptions: Indexed<StoredSubscription>, global: String) -> Self {
         Self {
             subscriptions,
             global,
@@ -110,16 +110,13 @@ pub fn for_install_plan(plan: &StoredPlan) -> Refs {
 
 /// A CSV changed: the Subscription named in its annotation, and any Subscription in its
 /// namespace whose status names it.
-pub fn for_csv(
-    subscriptions: &Indexed<Subscription>,
-    csv: &StoredCsv,
-) -> Vec<ObjectRef<Subscription>> {
+pub fn for_csv(subscriptions: &Indexed<StoredSubscription>, csv: &StoredCsv) -> Refs {
     let Some(namespace) = csv.namespace() else {
         return Vec::new();
     };
     let name = csv.name_any();
     let annotated = csv.annotation(keys::csv::SUBSCRIPTION);
-    let mut refs: Vec<ObjectRef<Subscription>> = subscriptions
+    let mut refs: Refs = subscriptions
         .in_namespace(&namespace)
         .iter()
         .filter(|sub| {
