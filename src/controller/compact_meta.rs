@@ -12,6 +12,7 @@ use std::sync::{Arc, LazyLock};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
+use super::keys::UNIQUE_VALUE_ANNOTATIONS;
 use crate::interner::{Interner, Strings};
 
 /// The owner references of cached objects: one copy per distinct list. Every object opcat
@@ -104,7 +105,14 @@ fn find<'a>(pairs: &'a [(Arc<str>, Arc<str>)], key: &str) -> Option<&'a Arc<str>
 fn pairs(map: Option<BTreeMap<String, String>>, strings: &Strings) -> Pairs {
     map.into_iter()
         .flatten()
-        .map(|(key, value)| (strings.get(&key), strings.get(&value)))
+        .map(|(key, value)| {
+            let value = if UNIQUE_VALUE_ANNOTATIONS.contains(&key.as_str()) {
+                Arc::from(value)
+            } else {
+                strings.get(&value)
+            };
+            (strings.get(&key), value)
+        })
         .collect()
 }
 
@@ -318,6 +326,27 @@ mod tests {
         let three = CompactMeta::new(other, &strings);
         assert!(!Arc::ptr_eq(&shared(&one), &shared(&three)));
         assert_eq!(three.label("a").map(|v| &**v), Some("other"));
+    }
+
+    #[test]
+    fn values_unique_per_object_are_kept_out_of_the_shared_strings() {
+        let strings = Strings::new();
+        let mut meta = full();
+        meta.annotations = string_map(&[
+            (crate::controller::keys::APPLIED_HASH, "23d938d8c2"),
+            ("hash", "abc"),
+        ]);
+        let one = CompactMeta::new(meta.clone(), &strings);
+        let held = strings.len();
+        let two = CompactMeta::new(meta.clone(), &strings);
+        assert_eq!(strings.len(), held, "nothing new to share");
+        let value = |meta: &CompactMeta, index: usize| meta.maps.annotations[index].1.clone();
+        assert!(!Arc::ptr_eq(&value(&one, 1), &value(&two, 1)));
+        assert!(Arc::ptr_eq(&value(&one, 0), &value(&two, 0)));
+        assert_eq!(
+            two.to_meta("tenant-1", "widget-controller").annotations,
+            meta.annotations
+        );
     }
 
     #[test]

@@ -26,8 +26,7 @@ use crate::controller::apply::{self, dynamic_api};
 use crate::controller::context::Context;
 use crate::pull_secrets::names::short_hash;
 
-/// Annotation on every object opcat applies: a hash of the rendered object.
-pub const APPLIED_HASH_ANNOTATION: &str = "opcat.dev/applied-hash";
+pub use crate::controller::keys::APPLIED_HASH as APPLIED_HASH_ANNOTATION;
 
 const CRD_KIND: &str = "CustomResourceDefinition";
 
