@@ -1,14 +1,17 @@
-//! What the shared watches keep of opcat's own kinds (ClusterServiceVersions, InstallPlans):
-//! the object with its labels, annotations and owner references held as [`MetaMaps`] (strings
-//! and whole label sets shared between objects) and its spec shared between every object of the
-//! kind with an equal spec. Readers read `spec` and `status` as fields, the maps through
-//! [`Stored::label`] and [`Stored::annotation`], and get the whole object back with
+//! What the shared watches keep of the kinds that are stored once per install (Subscriptions,
+//! ClusterServiceVersions, InstallPlans): the object with its labels, annotations and owner
+//! references held as [`MetaMaps`] (strings and whole label sets shared between objects), its
+//! spec shared between every object of the kind with an equal spec, and its status as is or in
+//! a compact form of the kind's own ([`super::stored_subscription_status`]). Readers read `spec`
+//! and `status` as fields, the maps through [`Stored::label`] and [`Stored::annotation`] (or
+//! [`Labelled`], which whole objects implement too), and get the whole object back with
 //! [`Stored::object`].
 //!
-//! Why: these are the stores' largest objects, one of each per install. A CSV held about 6.6 kB
-//! (3 kB of it metadata maps, 1.6 kB a spec equal in every namespace that installed the
-//! bundle), an InstallPlan 4.5 kB (2.8 kB metadata maps: its bundle record annotation alone is
-//! half a kilobyte, the same in every namespace); scripts/bench-scale.sh at 10,000 namespaces.
+//! Why: these were the stores' largest objects. At 10,000 namespaces (scripts/bench-scale.sh)
+//! a CSV held about 6.6 kB (3 kB of it metadata maps, 1.6 kB a spec equal in every namespace
+//! that installed the bundle), an InstallPlan 4.5 kB (2.8 kB metadata maps: its bundle record
+//! annotation alone is half a kilobyte, the same in every namespace) and a Subscription 4.4 kB
+//! (3.2 kB status); stored, 2.7, 1.7 and 2.3 kB.
 //!
 //! A stored form is the same API resource as its kind (group, version, kind, plural), so `Api`
 //! and the watcher request it as usual; it is deserialised as the kind, trimmed
