@@ -166,26 +166,20 @@ impl<T: Labelled + ?Sized> Labelled for &T {
     }
 }
 
-/// Whole objects read their maps.
-macro_rules! labelled {
-    ($($kind:ty),*) => {$(
-        impl Labelled for $kind {
-            fn label(&self, key: &str) -> Option<&str> {
-                self.metadata.labels.as_ref()?.get(key).map(String::as_str)
-            }
+/// Whole CSVs read their maps (the readers that take either kind read CSVs).
+impl Labelled for crate::api::ClusterServiceVersion {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.metadata.labels.as_ref()?.get(key).map(String::as_str)
+    }
 
-            fn annotation(&self, key: &str) -> Option<&str> {
-                self.metadata.annotations.as_ref()?.get(key).map(String::as_str)
-            }
-        }
-    )*};
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
 }
-
-labelled!(
-    crate::api::ClusterServiceVersion,
-    crate::api::InstallPlan,
-    crate::api::Subscription
-);
 
 impl<K: Compacted> Clone for Stored<K> {
     fn clone(&self) -> Self {
@@ -324,3 +318,92 @@ pub type StoredPlan = Stored<crate::api::InstallPlan>;
 pub type StoredSubscription = Stored<crate::api::Subscription>;
 /// A stored ClusterServiceVersion.
 pub type StoredCsv = Stored<crate::api::ClusterServiceVersion>;
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use kube::{Resource, ResourceExt};
+
+    use super::*;
+    use crate::api::install_plan::InstallPlanStatus;
+    use crate::api::install_plan_status::PHASE_COMPLETE;
+    use crate::api::{InstallPlan, InstallPlanSpec};
+    use crate::controller::compact_meta::string_map;
+
+    /// An InstallPlan in `namespace` as the watch lists it.
+    fn plan(namespace: &str) -> InstallPlan {
+        InstallPlan {
+            metadata: ObjectMeta {
+                name: Some("install-abcde".into()),
+                namespace: Some(namespace.into()),
+                uid: Some(format!("{namespace}-plan")),
+                resource_version: Some("7".into()),
+                generation: Some(1),
+                creation_timestamp: Some(Time(jiff::Timestamp::UNIX_EPOCH)),
+                finalizers: Some(vec!["example.com/keep".into()]),
+                labels: string_map(&[("app.kubernetes.io/managed-by", "opcat")]),
+                annotations: string_map(&[
+                    ("opcat.dev/bundles", "[{\"name\":\"widget.v1\"}]"),
+                    ("opcat.dev/subscription", "widget"),
+                ]),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "operators.coreos.com/v1alpha1".into(),
+                    kind: "Subscription".into(),
+                    name: "widget".into(),
+                    uid: format!("{namespace}-subscription"),
+                    ..OwnerReference::default()
+                }]),
+                ..ObjectMeta::default()
+            },
+            spec: InstallPlanSpec {
+                cluster_service_version_names: vec!["widget.v1".into()],
+                source: Some("examples".into()),
+                source_namespace: Some("olm".into()),
+                ..InstallPlanSpec::default()
+            },
+            status: Some(InstallPlanStatus {
+                phase: PHASE_COMPLETE.into(),
+                ..InstallPlanStatus::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn readers_get_the_object_back_as_listed() {
+        let stored = StoredPlan::from(plan("team-a"));
+        assert_eq!(stored.object(), plan("team-a"));
+        assert_eq!(stored.annotation("opcat.dev/subscription"), Some("widget"));
+        assert_eq!(stored.label("app.kubernetes.io/managed-by"), Some("opcat"));
+        assert_eq!(stored.owner_references()[0].name, "widget");
+        // The key and what kube's reflector, the echo filters and the finalizer checks read.
+        assert_eq!(stored.name_any(), "install-abcde");
+        assert_eq!(stored.namespace().as_deref(), Some("team-a"));
+        assert_eq!(stored.uid().as_deref(), Some("team-a-plan"));
+        assert_eq!(stored.resource_version().as_deref(), Some("7"));
+        assert_eq!(stored.finalizers(), ["example.com/keep"]);
+        assert_eq!(StoredPlan::plural(&()), "installplans");
+        // The maps are not in the key: readers go through `label` and `annotation`.
+        assert!(stored.meta().annotations.is_none());
+    }
+
+    #[test]
+    fn objects_with_equal_specs_share_one() {
+        let one = StoredPlan::from(plan("team-a"));
+        let two = StoredPlan::from(plan("team-b"));
+        assert!(Arc::ptr_eq(&one.spec, &two.spec));
+        let mut other = plan("team-c");
+        other.spec.source = Some("mirror".into());
+        let other = StoredPlan::from(other);
+        assert!(!Arc::ptr_eq(&one.spec, &other.spec));
+        assert_eq!(other.object().spec.source.as_deref(), Some("mirror"));
+    }
+
+    #[test]
+    fn what_the_kind_trims_is_dropped_before_storing() {
+        let mut listed = plan("team-a");
+        let status = listed.status.as_mut().unwrap();
+        status.plan = Some(vec![Default::default()]);
+        // A finished plan's steps are dropped (see `Trim for InstallPlan`).
+        assert_eq!(StoredPlan::from(listed).object(), plan("team-a"));
+    }
+}
