@@ -40,14 +40,10 @@ pub async fn reconcile(
     stored: Arc<StoredSubscription>,
     ctx: Arc<SubscriptionContext>,
 ) -> Result<Action, SubscriptionError> {
-    // Decisions and writes use the whole object; the store keeps a compact form.
-    let subscription = Arc::new(stored.object());
     let context = &ctx.context;
-    let namespace = subscription.namespace().unwrap_or_default();
-    let name = subscription.name_any();
     // Deleting a Subscription stops upgrades and nothing else (OLM): no finalizer, no cleanup;
     // the garbage collector removes its InstallPlans, the CSV keeps running.
-    if subscription.meta().deletion_timestamp.is_some() {
+    if stored.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
     // Decisions read the InstallPlan and CSV stores: deciding before they listed once (right
@@ -56,13 +52,18 @@ pub async fn reconcile(
         return Ok(Action::await_change());
     }
     if ctx.own_writes.is_stale(
-        subscription.meta().uid.as_deref(),
-        subscription.meta().resource_version.as_deref(),
+        stored.meta().uid.as_deref(),
+        stored.meta().resource_version.as_deref(),
     ) {
         // The store still shows the version before our last status write; its watch event
         // brings the next reconcile.
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
+    // Decisions and writes use the whole object; the store keeps a compact form (the key
+    // metadata read above is the same in both).
+    let subscription = Arc::new(stored.object());
+    let namespace = subscription.namespace().unwrap_or_default();
+    let name = subscription.name_any();
 
     // The namespace's Subscriptions resolve one at a time: see `created::NamespaceLocks`.
     let lock = ctx.locks.of(&namespace);
