@@ -19,6 +19,7 @@ pub mod registry_args;
 mod resolve;
 mod resolve_output;
 mod run;
+mod run_args;
 
 /// Result type of every subcommand: an exit code, or an error to print.
 pub type CliResult = Result<ExitCode, Box<dyn StdError + Send + Sync>>;
@@ -48,8 +49,8 @@ enum Command {
     /// Print opcat's CustomResourceDefinitions as one YAML stream.
     Crds(crds::Args),
     /// Run the controller manager against a cluster.
-    #[command(long_about = run::LONG_ABOUT)]
-    Run(Box<run::Args>),
+    #[command(long_about = run_args::LONG_ABOUT)]
+    Run(Box<run_args::Args>),
 }
 
 /// Parses arguments, runs the subcommand on a Tokio runtime and maps the outcome to an exit
