@@ -253,3 +253,70 @@ async fn anonymous_pull_is_reported_when_no_secret_matches() {
     let check = registry.check_pullable(&image, &keyring).await.unwrap();
     assert_eq!(check.auth, PullAuth::AnonymousNoMatch);
 }
+
+/// Manifest requests for `repository` the registry answered so far.
+fn manifest_requests(dist: &Distribution, repository: &str) -> usize {
+    let path = format!("/v2/{repository}/manifests/");
+    dist.log()
+        .lines()
+        .filter(|line| line.contains("response completed") && line.contains(&path))
+        .count()
+}
+
+#[tokio::test]
+async fn a_tag_resolved_recently_with_the_same_credentials_is_not_asked_again() {
+    let dist = Distribution::start(test_registry::Auth::Basic(vec![
+        User::new("alice", "pw-alice"),
+        User::new("bob", "pw-bob"),
+    ]));
+    let work = tempfile::tempdir().unwrap();
+    let registry = registry_for(&dist, &work.path().join("cache"));
+    let alice = keyring_for(&dist, "alice-pull");
+    let (bob, _) = Keyring::from_secrets(&[secret(
+        "bob-pull",
+        &test_registry::dockerconfigjson(&dist.host, "bob", "pw-bob"),
+    )]);
+    let tag: ImageRef = dist.image("bundles/w:v1").parse().unwrap();
+    let minute = std::time::Duration::from_secs(60);
+
+    let bundle = work.path().join("bundle");
+    write_bundle(&bundle);
+    let first = build_bundle_image(&bundle).unwrap();
+    registry.push(&tag, &first, &alice).await.unwrap();
+    let pulled = registry.fetch_reusing(&tag, &alice, minute).await.unwrap();
+    assert_eq!(pulled.digest, first.digest);
+    let asked = manifest_requests(&dist, "bundles/w");
+
+    // The tag moves in the registry.
+    fs::write(bundle.join("manifests/extra.yaml"), "kind: ConfigMap\n").unwrap();
+    let second = build_bundle_image(&bundle).unwrap();
+    assert_ne!(second.digest, first.digest);
+    registry.push(&tag, &second, &alice).await.unwrap();
+    let pushed = manifest_requests(&dist, "bundles/w");
+    assert!(pushed > asked);
+
+    // Within the time allowed, the same credentials take the digest they resolved, unasked.
+    let reused = registry.fetch_reusing(&tag, &alice, minute).await.unwrap();
+    assert_eq!(reused.digest, first.digest);
+    assert_eq!(tree(&reused.root), tree(&pulled.root));
+    assert_eq!(manifest_requests(&dist, "bundles/w"), pushed, "no request");
+
+    // Other credentials must be accepted by the registry themselves: they see the move.
+    let by_bob = registry.fetch_reusing(&tag, &bob, minute).await.unwrap();
+    assert_eq!(by_bob.digest, second.digest);
+    assert!(manifest_requests(&dist, "bundles/w") > pushed);
+
+    // Once the resolution is older than allowed, the registry is asked again, and what it
+    // answers is what the next pulls reuse.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let half_second = std::time::Duration::from_millis(500);
+    let asked = registry
+        .fetch_reusing(&tag, &alice, half_second)
+        .await
+        .unwrap();
+    assert_eq!(asked.digest, second.digest);
+    let now = manifest_requests(&dist, "bundles/w");
+    let reused = registry.fetch_reusing(&tag, &alice, minute).await.unwrap();
+    assert_eq!(reused.digest, second.digest);
+    assert_eq!(manifest_requests(&dist, "bundles/w"), now, "no request");
+}

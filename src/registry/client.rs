@@ -23,6 +23,7 @@ use super::cache::ImageCache;
 use super::digest::Digest;
 use super::error::{Failure, Operation, RegistryError, Tried, classify};
 use super::keyring::Keyring;
+use super::recent::RecentTags;
 use super::reference::{ImageRef, is_host_port};
 use super::unpack::UnpackLimits;
 use crate::clearing_cache::ClearingCache;
@@ -90,6 +91,8 @@ pub struct Registry {
     inflight: Mutex<HashMap<Digest, Arc<tokio::sync::Mutex<()>>>>,
     /// One client per credential, by [`credential_key`].
     clients: ClearingCache<[u8; 32], Client>,
+    /// Tags resolved recently, for [`Registry::fetch_reusing`].
+    pub(crate) recent: RecentTags,
 }
 
 /// Clients kept (distinct credentials; a rotation adds one). The cache is emptied when full.
@@ -97,7 +100,7 @@ const MAX_CLIENTS: usize = 64;
 
 /// What identifies a credential among the kept clients: a digest, so the map holds no
 /// credential in the clear beyond what the clients themselves hold.
-fn credential_key(auth: &RegistryAuth) -> [u8; 32] {
+pub(crate) fn credential_key(auth: &RegistryAuth) -> [u8; 32] {
     use sha2::Digest as _;
     let mut hasher = sha2::Sha256::new();
     match auth {
@@ -180,6 +183,7 @@ impl Registry {
             cache,
             inflight: Mutex::new(HashMap::new()),
             clients: ClearingCache::new(MAX_CLIENTS),
+            recent: RecentTags::default(),
         })
     }
 

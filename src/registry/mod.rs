@@ -29,6 +29,7 @@ pub mod layer;
 pub mod manifest;
 pub mod pull;
 pub mod push;
+pub mod recent;
 pub mod reference;
 pub mod secret;
 pub mod secret_file;
