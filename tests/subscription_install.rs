@@ -11,7 +11,8 @@ use kube::ResourceExt;
 use opcat::api::{Approval, FINALIZER};
 use opcat::controller::{keys, plan_record};
 use subscription_support::{
-    CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, condition, plan_csvs, plan_phase,
+    CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, TIMEOUT, condition, meta_in, plan_csvs,
+    plan_phase,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,4 +346,70 @@ async fn resolution_failures_and_unhealthy_catalogs_are_reported_without_install
         fixed.status.as_ref().unwrap().current_csv.as_deref(),
         Some("widget-operator.v2.0.0")
     );
+}
+
+/// Manifest requests the registry answered for the widget bundle's repository.
+fn bundle_manifest_requests(fixture: &Fixture) -> usize {
+    fixture
+        .env
+        .registry
+        .log()
+        .lines()
+        .filter(|line| {
+            line.contains("response completed")
+                && line.contains("/widget-operator-bundle/manifests/")
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_of_one_bundle_in_more_namespaces_ask_the_registry_once() {
+    let fixture = Fixture::start().await;
+    let csv_name = "widget-operator.v1.2.0";
+    fixture.subscribe("widgets", |_| {}).await;
+    fixture.wait_installed("widgets", csv_name).await;
+    let asked = bundle_manifest_requests(&fixture);
+    assert!(asked >= 1, "the first install resolves the bundle's tag");
+
+    // Two more teams subscribe to the same operator with the same catalog credentials: their
+    // plans take the tag as it was resolved a moment ago (`--bundle-tag-ttl`).
+    for team in ["team-a", "team-b"] {
+        fixture.env.namespace(team).await;
+        fixture
+            .env
+            .create(&opcat::api::OperatorGroup {
+                metadata: meta_in(team, "operators"),
+                spec: opcat::api::OperatorGroupSpec {
+                    target_namespaces: Some(vec![team.to_owned()]),
+                    ..Default::default()
+                },
+                status: None,
+            })
+            .await;
+        let mut subscription = opcat::api::Subscription::new(
+            "widgets",
+            opcat::api::SubscriptionSpec {
+                catalog_source: CATALOG.into(),
+                catalog_source_namespace: CATALOG_NAMESPACE.into(),
+                package: "widget-operator".into(),
+                ..Default::default()
+            },
+        );
+        subscription.metadata.namespace = Some(team.into());
+        fixture.env.create(&subscription).await;
+        let installed = fixture
+            .env
+            .wait_for::<opcat::api::Subscription>(team, "widgets", TIMEOUT, |sub| {
+                sub.status
+                    .as_ref()
+                    .is_some_and(|s| s.installed_csv.as_deref() == Some(csv_name))
+            })
+            .await;
+        assert_eq!(
+            installed.status.and_then(|s| s.installed_csv).as_deref(),
+            Some(csv_name),
+            "{team} installs"
+        );
+    }
+    assert_eq!(bundle_manifest_requests(&fixture), asked);
 }

@@ -79,6 +79,7 @@ pub async fn execute(args: Args) -> CliResult {
             .map_or(Scope::Cluster, Scope::Namespace),
         concurrency: args.concurrency,
         resync: args.resync,
+        bundle_tag_ttl: args.bundle_tag_ttl,
         default_poll_interval: args.poll_default,
         global_catalog_namespace: args.global_catalog_namespace.clone(),
         instance: std::env::var("POD_NAME").ok(),

@@ -76,6 +76,21 @@ pub struct Args {
     )]
     pub resync: Duration,
 
+    /// How long a bundle image tag that a catalog's credentials resolved is reused by other
+    /// InstallPlans pulling it with the same credentials, without asking the registry again
+    /// (a Go duration). A burst of installs then costs one manifest request instead of one per
+    /// namespace; a tag moved in the registry reaches new plans within this time. 0s asks at
+    /// every plan; bundles pinned by digest are never asked about once cached.
+    #[arg(
+        long,
+        env = "OPCAT_BUNDLE_TAG_TTL",
+        value_name = "DURATION",
+        default_value = "1m",
+        value_parser = duration,
+        help_heading = "Registries"
+    )]
+    pub bundle_tag_ttl: Duration,
+
     /// Log format.
     #[arg(long, env = "OPCAT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -183,9 +198,14 @@ pub struct Args {
     pub leader_elect_resource_namespace: Option<String>,
 }
 
+/// A Go duration, zero included (`0s`, `30s`, `1h30m`).
+fn duration(text: &str) -> Result<Duration, String> {
+    crate::go_duration::parse(text).map_err(|error| error.to_string())
+}
+
 /// A Go duration greater than zero (`30s`, `15m`, `1h30m`).
 fn positive_duration(text: &str) -> Result<Duration, String> {
-    let duration = crate::go_duration::parse(text).map_err(|error| error.to_string())?;
+    let duration = duration(text)?;
     if duration.is_zero() {
         return Err(format!("must be greater than zero, got {text:?}"));
     }
@@ -244,6 +264,14 @@ mod tests {
                 .contains("missing unit")
         );
         assert!(positive_duration("-5s").unwrap_err().contains("negative"));
+    }
+
+    #[test]
+    fn a_zero_duration_is_taken_where_zero_means_off() {
+        assert_eq!(duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        assert_eq!(duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(duration("-1s").unwrap_err().contains("negative"));
     }
 
     #[test]

@@ -44,6 +44,10 @@ pub struct Settings {
     pub resync: Duration,
     /// Maximum parallel reconciles per controller.
     pub concurrency: u16,
+    /// How long a bundle image tag resolved with one set of catalog credentials is reused by
+    /// other InstallPlans pulling it with the same credentials (`opcat run --bundle-tag-ttl`);
+    /// zero asks the registry at every plan.
+    pub bundle_tag_ttl: Duration,
     /// Pod name, for events (`reportingInstance`).
     pub instance: Option<String>,
 }
@@ -58,10 +62,15 @@ impl Default for Settings {
             wait_requeue: Duration::from_secs(10),
             resync: Duration::from_secs(10 * 60),
             concurrency: 8,
+            bundle_tag_ttl: DEFAULT_BUNDLE_TAG_TTL,
             instance: None,
         }
     }
 }
+
+/// Default of [`Settings::bundle_tag_ttl`]: a burst of installs of one bundle asks the registry
+/// about once a minute, and a tag moved in the registry is seen by new plans within a minute.
+pub const DEFAULT_BUNDLE_TAG_TTL: Duration = Duration::from_secs(60);
 
 /// Shared state of the reconcilers.
 pub struct Context {

@@ -172,7 +172,10 @@ pub async fn fetch(
         bundle: bundle_name.to_owned(),
         source,
     })?;
-    let unpacked = context.registry.fetch(&reference, keyring).await?;
+    let unpacked = context
+        .registry
+        .fetch_reusing(&reference, keyring, context.settings.bundle_tag_ttl)
+        .await?;
     let pinned = reference.with_digest(&unpacked.digest).to_string();
     tracing::info!(%image, digest = %unpacked.digest, "bundle image pulled");
     let (manifests, metadata) =
