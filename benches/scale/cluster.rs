@@ -71,6 +71,17 @@ impl Cluster {
         }
     }
 
+    /// Requests the registry has answered so far, refusals included: the lines of its access
+    /// log (`127.0.0.1 - - [time] "GET /v2/ HTTP/1.1" 401 …`).
+    pub fn registry_requests(&self) -> usize {
+        self.env
+            .registry
+            .log()
+            .lines()
+            .filter(|line| line.contains("] \"") && line.contains(" HTTP/"))
+            .count()
+    }
+
     pub fn api(&self) -> &FakeApiServer {
         &self.env.api
     }

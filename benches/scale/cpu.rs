@@ -1,5 +1,5 @@
-//! CPU time of the two sides, from `/proc`: the controller process (`/proc/<pid>/stat`) and the
-//! in-memory API server, which runs on its own Tokio runtime inside this process, on threads
+//! CPU time of the three parties, from `/proc`: the controller process (`/proc/<pid>/stat`), the
+//! registry process (the same) and the in-memory API server, which runs on its own Tokio runtime inside this process, on threads
 //! named [`FAKE_THREAD`] (`/proc/self/task/<tid>/stat`). Everything the API server does — routing,
 //! storage, its emulated controllers, watch fan-out, serialising responses — runs on those
 //! threads; the benchmark's own polling runs on the other runtime and is not counted.
@@ -12,19 +12,28 @@ pub const FAKE_THREAD: &str = "fake-apiserver";
 /// Clock ticks per second of `utime`/`stime` (`getconf CLK_TCK`; 100 on Linux everywhere).
 const TICKS_PER_SECOND: u64 = 100;
 
-/// CPU time (user + system) of the two sides at one moment.
+/// CPU time (user + system) of the three parties at one moment.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Cpu {
     pub controller: Duration,
     pub api_server: Duration,
+    pub registry: Duration,
+}
+
+/// The processes whose CPU time is measured besides this one's API server threads.
+#[derive(Clone, Copy, Debug)]
+pub struct Pids {
+    pub controller: u32,
+    pub registry: u32,
 }
 
 impl Cpu {
-    /// Now, for the controller process `pid`.
-    pub fn now(pid: u32) -> Self {
+    /// Now.
+    pub fn now(pids: Pids) -> Self {
         Self {
-            controller: ticks(&format!("/proc/{pid}/stat")).unwrap_or_default(),
+            controller: ticks(&format!("/proc/{}/stat", pids.controller)).unwrap_or_default(),
             api_server: api_server_threads(),
+            registry: ticks(&format!("/proc/{}/stat", pids.registry)).unwrap_or_default(),
         }
     }
 
@@ -33,6 +42,7 @@ impl Cpu {
         Cpu {
             controller: self.controller.saturating_sub(earlier.controller),
             api_server: self.api_server.saturating_sub(earlier.api_server),
+            registry: self.registry.saturating_sub(earlier.registry),
         }
     }
 }

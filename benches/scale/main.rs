@@ -42,7 +42,7 @@ use clap::Parser;
 
 use cluster::{Cluster, ROTATED, SOURCES};
 use controller::{Controller, Options};
-use cpu::Cpu;
+use cpu::{Cpu, Pids};
 use measure::{Expected, Tally};
 use report::RunReport;
 
@@ -148,11 +148,16 @@ async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> Run
     .await;
     let tenants = cluster::tenants(n);
     let idle_memory = controller.memory();
+    let pids = Pids {
+        controller: controller.pid(),
+        registry: cluster.env.registry.pid(),
+    };
 
     // 1. Converge from scratch.
     eprintln!("N={n}: converging");
     api.reset_counts();
-    let cpu_start = Cpu::now(controller.pid());
+    let cpu_start = Cpu::now(pids);
+    let registry_before = cluster.registry_requests();
     let start = Instant::now();
     cluster.seed_catalog();
     for tenant in &tenants {
@@ -180,23 +185,24 @@ async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> Run
     let quiet = Duration::from_secs(2);
     measure::wait_quiet(&api, quiet, timeout).await;
     let converge_requests = Tally::of(&api);
-    let converge_cpu = Cpu::now(controller.pid()).since(&cpu_start);
+    let converge_cpu = Cpu::now(pids).since(&cpu_start);
+    let converge_registry_requests = cluster.registry_requests() - registry_before;
 
     // 2. Steady state.
     eprintln!("N={n}: converged in {converge:.1?}; steady window");
     let steady_window = Duration::from_secs(args.steady_secs);
     api.reset_counts();
-    let cpu_start = Cpu::now(controller.pid());
+    let cpu_start = Cpu::now(pids);
     tokio::time::sleep(steady_window).await;
     let steady_requests = Tally::of(&api);
-    let steady_cpu = Cpu::now(controller.pid()).since(&cpu_start);
+    let steady_cpu = Cpu::now(pids).since(&cpu_start);
     let steady_memory = controller.memory();
     let watched = measure::watched_objects(&cluster);
 
     // 3. Rotation.
     eprintln!("N={n}: rotating {ROTATED}");
     api.reset_counts();
-    let cpu_start = Cpu::now(controller.pid());
+    let cpu_start = Cpu::now(pids);
     let start = Instant::now();
     let rotated = cluster.rotate().await;
     for (copy, data) in &mut expected {
@@ -215,7 +221,7 @@ async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> Run
     .await;
     measure::wait_quiet(&api, quiet, timeout).await;
     let rotation_requests = Tally::of(&api);
-    let rotation_cpu = Cpu::now(controller.pid()).since(&cpu_start);
+    let rotation_cpu = Cpu::now(pids).since(&cpu_start);
 
     let warnings = controller.warnings();
     let memory = controller.stop();
@@ -226,6 +232,7 @@ async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> Run
         converge,
         converge_requests,
         converge_cpu,
+        converge_registry_requests,
         steady_window,
         steady_requests,
         steady_cpu,

@@ -38,6 +38,8 @@ pub struct RunReport {
     /// The controller's requests until it stopped writing after convergence.
     pub converge_requests: Tally,
     pub converge_cpu: Cpu,
+    /// Requests the registry answered while converging (auth probes, manifests, blobs).
+    pub converge_registry_requests: usize,
     pub steady_window: Duration,
     pub steady_requests: Tally,
     pub steady_cpu: Cpu,
@@ -84,9 +86,10 @@ impl RunReport {
     pub fn details(&self) -> String {
         let cpu = |cpu: &Cpu| {
             format!(
-                "CPU opcat {:.1} s, API server {:.1} s",
+                "CPU opcat {:.1} s, API server {:.1} s, registry {:.1} s",
                 cpu.controller.as_secs_f64(),
-                cpu.api_server.as_secs_f64()
+                cpu.api_server.as_secs_f64(),
+                cpu.registry.as_secs_f64()
             )
         };
         let mut text = format!(
@@ -169,7 +172,7 @@ fn by_size(reports: &[RunReport]) -> Vec<(usize, Vec<&RunReport>)> {
 /// phase by verb and resource (first run of each N).
 pub fn table(reports: &[RunReport]) -> String {
     let mut text = String::from(
-        "| Subscriptions | runs | converge | requests / Subscription to converge (get, list, watch, create, update, patch, delete) | steady state: requests / Subscription / resync period (writes) | rotation fan-out | rotation requests (writes) | controller peak RSS | RSS / namespace | CPU to converge: opcat, API server |\n\
+        "| Subscriptions | runs | converge | requests / Subscription to converge (get, list, watch, create, update, patch, delete) | steady state: requests / Subscription / resync period (writes) | rotation fan-out | rotation requests (writes) | controller peak RSS | RSS / namespace | CPU to converge: opcat, API server, registry |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
     let secs = |digits: usize| move |v: f64| format!("{v:.digits$} s");
@@ -185,7 +188,7 @@ pub fn table(reports: &[RunReport]) -> String {
             })
             .join(", ");
         text.push_str(&format!(
-            "| {n} | {} | {} | {} ({verbs}) | {} ({}) | {} | {} ({}) | {} | {} | {}, {} |\n",
+            "| {n} | {} | {} | {} ({verbs}) | {} ({}) | {} | {} ({}) | {} | {} | {}, {}, {} |\n",
             runs.len(),
             spread(&runs, |r| r.converge.as_secs_f64(), secs(1)),
             spread(
@@ -206,6 +209,7 @@ pub fn table(reports: &[RunReport]) -> String {
             ),
             spread(&runs, |r| r.converge_cpu.controller.as_secs_f64(), secs(1)),
             spread(&runs, |r| r.converge_cpu.api_server.as_secs_f64(), secs(1)),
+            spread(&runs, |r| r.converge_cpu.registry.as_secs_f64(), secs(1)),
         ));
     }
     for (n, runs) in by_size(reports) {
@@ -247,9 +251,15 @@ fn phases(n: usize, run: &RunReport) -> String {
     .map(|tally| tally.total().to_string());
     text.push_str(&format!("| all | | {} |\n", totals.join(" | ")));
     text.push_str(&format!(
-        "\nCPU time: converge opcat {:.1} s / API server {:.1} s; steady {:.1} s / {:.1} s; rotation {:.1} s / {:.1} s\n",
+        "\nRegistry requests to converge: {} ({:.2} per Subscription)\n",
+        run.converge_registry_requests,
+        run.converge_registry_requests as f64 / n as f64
+    ));
+    text.push_str(&format!(
+        "\nCPU time (opcat / API server / registry): converge {:.1} s / {:.1} s / {:.1} s; steady {:.1} s / {:.1} s; rotation {:.1} s / {:.1} s\n",
         run.converge_cpu.controller.as_secs_f64(),
         run.converge_cpu.api_server.as_secs_f64(),
+        run.converge_cpu.registry.as_secs_f64(),
         run.steady_cpu.controller.as_secs_f64(),
         run.steady_cpu.api_server.as_secs_f64(),
         run.rotation_cpu.controller.as_secs_f64(),

@@ -205,6 +205,11 @@ impl Distribution {
         path
     }
 
+    /// The registry process's id (for its CPU time in `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `HOST/repo:tag`.
     pub fn image(&self, repository_and_tag: &str) -> String {
         format!("{}/{repository_and_tag}", self.host)
