@@ -99,16 +99,19 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    // The API server's own runtime: its CPU time is measured apart from the benchmark's.
-    let api_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name(cpu::FAKE_THREAD)
-        .enable_all()
-        .build()
-        .expect("the API server's tokio runtime");
     let mut reports = Vec::new();
     for &n in &args.sizes {
+        // The API server's own runtime: its CPU time is measured apart from the benchmark's.
+        // A fresh one per run, shut down after it, so nothing of an earlier run's server
+        // (connection tasks, watch streams) is left to run in a later one.
+        let api_runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(cpu::FAKE_THREAD)
+            .enable_all()
+            .build()
+            .expect("the API server's tokio runtime");
         let report = runtime.block_on(run(n, &args, api_runtime.handle()));
+        api_runtime.shutdown_timeout(Duration::from_secs(10));
         eprintln!("{}", report.details());
         reports.push(report);
     }
