@@ -1,13 +1,17 @@
 //! CPU time of the three parties, from `/proc`: the controller process (`/proc/<pid>/stat`), the
-//! registry process (the same) and the in-memory API server, which runs on its own Tokio runtime inside this process, on threads
-//! named [`FAKE_THREAD`] (`/proc/self/task/<tid>/stat`). Everything the API server does — routing,
-//! storage, its emulated controllers, watch fan-out, serialising responses — runs on those
-//! threads; the benchmark's own polling runs on the other runtime and is not counted.
+//! registry process (the same) and the in-memory API server, which runs on its own Tokio runtime
+//! inside this process, on threads named by [`api_thread_name`] (`/proc/self/task/<tid>/stat`).
+//! Everything the API server does — routing, storage, its emulated controllers, watch fan-out,
+//! serialising responses — runs on those threads; the benchmark's own polling runs on the other
+//! runtime and is not counted. Each run has its own runtime with its own thread name, so the
+//! threads of an earlier run's runtime, which may still be exiting, are never counted.
 
 use std::time::Duration;
 
-/// Name of the API server's runtime threads (at most 15 bytes: the kernel's `comm`).
-pub const FAKE_THREAD: &str = "fake-apiserver";
+/// Name of the threads of run `run`'s API server runtime (the kernel keeps 15 bytes of it).
+pub fn api_thread_name(run: usize) -> String {
+    format!("fake-api-{run}")
+}
 
 /// Clock ticks per second of `utime`/`stime` (`getconf CLK_TCK`; 100 on Linux everywhere).
 const TICKS_PER_SECOND: u64 = 100;
@@ -20,20 +24,22 @@ pub struct Cpu {
     pub registry: Duration,
 }
 
-/// The processes whose CPU time is measured besides this one's API server threads.
-#[derive(Clone, Copy, Debug)]
-pub struct Pids {
+/// Whose CPU time is measured: two processes and this process's API server threads.
+#[derive(Clone, Debug)]
+pub struct Parties {
     pub controller: u32,
     pub registry: u32,
+    /// [`api_thread_name`] of this run.
+    pub api_threads: String,
 }
 
 impl Cpu {
     /// Now.
-    pub fn now(pids: Pids) -> Self {
+    pub fn now(parties: &Parties) -> Self {
         Self {
-            controller: ticks(&format!("/proc/{}/stat", pids.controller)).unwrap_or_default(),
-            api_server: api_server_threads(),
-            registry: ticks(&format!("/proc/{}/stat", pids.registry)).unwrap_or_default(),
+            controller: ticks(&format!("/proc/{}/stat", parties.controller)).unwrap_or_default(),
+            api_server: threads_named(&parties.api_threads),
+            registry: ticks(&format!("/proc/{}/stat", parties.registry)).unwrap_or_default(),
         }
     }
 
@@ -47,7 +53,7 @@ impl Cpu {
     }
 }
 
-fn api_server_threads() -> Duration {
+fn threads_named(name: &str) -> Duration {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Duration::ZERO;
     };
@@ -55,7 +61,7 @@ fn api_server_threads() -> Duration {
         .flatten()
         .filter(|task| {
             std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|comm| comm.trim_end() == FAKE_THREAD)
+                .is_ok_and(|comm| comm.trim_end() == name)
         })
         .filter_map(|task| ticks(&task.path().join("stat").to_string_lossy()))
         .sum()

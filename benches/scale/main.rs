@@ -42,7 +42,7 @@ use clap::Parser;
 
 use cluster::{Cluster, ROTATED, SOURCES};
 use controller::{Controller, Options};
-use cpu::{Cpu, Pids};
+use cpu::{Cpu, Parties};
 use measure::{Expected, Tally};
 use report::RunReport;
 
@@ -100,17 +100,18 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let mut reports = Vec::new();
-    for &n in &args.sizes {
+    for (index, &n) in args.sizes.iter().enumerate() {
         // The API server's own runtime: its CPU time is measured apart from the benchmark's.
         // A fresh one per run, shut down after it, so nothing of an earlier run's server
         // (connection tasks, watch streams) is left to run in a later one.
+        let api_threads = cpu::api_thread_name(index);
         let api_runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name(cpu::FAKE_THREAD)
+            .thread_name(&api_threads)
             .enable_all()
             .build()
             .expect("the API server's tokio runtime");
-        let report = runtime.block_on(run(n, &args, api_runtime.handle()));
+        let report = runtime.block_on(run(n, &args, api_runtime.handle(), api_threads));
         api_runtime.shutdown_timeout(Duration::from_secs(10));
         eprintln!("{}", report.details());
         reports.push(report);
@@ -131,7 +132,12 @@ fn main() {
     }
 }
 
-async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> RunReport {
+async fn run(
+    n: usize,
+    args: &Args,
+    api_runtime: &tokio::runtime::Handle,
+    api_threads: String,
+) -> RunReport {
     let binary = args
         .opcat
         .clone()
@@ -151,15 +157,16 @@ async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> Run
     .await;
     let tenants = cluster::tenants(n);
     let idle_memory = controller.memory();
-    let pids = Pids {
+    let parties = Parties {
         controller: controller.pid(),
         registry: cluster.env.registry.pid(),
+        api_threads,
     };
 
     // 1. Converge from scratch.
     eprintln!("N={n}: converging");
     api.reset_counts();
-    let cpu_start = Cpu::now(pids);
+    let cpu_start = Cpu::now(&parties);
     let registry_before = cluster.registry_requests();
     let start = Instant::now();
     cluster.seed_catalog();
@@ -188,24 +195,24 @@ async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> Run
     let quiet = Duration::from_secs(2);
     measure::wait_quiet(&api, quiet, timeout).await;
     let converge_requests = Tally::of(&api);
-    let converge_cpu = Cpu::now(pids).since(&cpu_start);
+    let converge_cpu = Cpu::now(&parties).since(&cpu_start);
     let converge_registry_requests = cluster.registry_requests() - registry_before;
 
     // 2. Steady state.
     eprintln!("N={n}: converged in {converge:.1?}; steady window");
     let steady_window = Duration::from_secs(args.steady_secs);
     api.reset_counts();
-    let cpu_start = Cpu::now(pids);
+    let cpu_start = Cpu::now(&parties);
     tokio::time::sleep(steady_window).await;
     let steady_requests = Tally::of(&api);
-    let steady_cpu = Cpu::now(pids).since(&cpu_start);
+    let steady_cpu = Cpu::now(&parties).since(&cpu_start);
     let steady_memory = controller.memory();
     let watched = measure::watched_objects(&cluster);
 
     // 3. Rotation.
     eprintln!("N={n}: rotating {ROTATED}");
     api.reset_counts();
-    let cpu_start = Cpu::now(pids);
+    let cpu_start = Cpu::now(&parties);
     let start = Instant::now();
     let rotated = cluster.rotate().await;
     for (copy, data) in &mut expected {
@@ -224,7 +231,7 @@ async fn run(n: usize, args: &Args, api_runtime: &tokio::runtime::Handle) -> Run
     .await;
     measure::wait_quiet(&api, quiet, timeout).await;
     let rotation_requests = Tally::of(&api);
-    let rotation_cpu = Cpu::now(pids).since(&cpu_start);
+    let rotation_cpu = Cpu::now(&parties).since(&cpu_start);
 
     let warnings = controller.warnings();
     let memory = controller.stop();
