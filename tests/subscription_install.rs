@@ -11,8 +11,7 @@ use kube::ResourceExt;
 use opcat::api::{Approval, FINALIZER};
 use opcat::controller::{keys, plan_record};
 use subscription_support::{
-    CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, TIMEOUT, condition, meta_in, plan_csvs,
-    plan_phase,
+    CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, TIMEOUT, condition, plan_csvs, plan_phase,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -374,29 +373,8 @@ async fn installs_of_one_bundle_in_more_namespaces_ask_the_registry_once() {
     // Two more teams subscribe to the same operator with the same catalog credentials: their
     // plans take the tag as it was resolved a moment ago (`--bundle-tag-ttl`).
     for team in ["team-a", "team-b"] {
-        fixture.env.namespace(team).await;
-        fixture
-            .env
-            .create(&opcat::api::OperatorGroup {
-                metadata: meta_in(team, "operators"),
-                spec: opcat::api::OperatorGroupSpec {
-                    target_namespaces: Some(vec![team.to_owned()]),
-                    ..Default::default()
-                },
-                status: None,
-            })
-            .await;
-        let mut subscription = opcat::api::Subscription::new(
-            "widgets",
-            opcat::api::SubscriptionSpec {
-                catalog_source: CATALOG.into(),
-                catalog_source_namespace: CATALOG_NAMESPACE.into(),
-                package: "widget-operator".into(),
-                ..Default::default()
-            },
-        );
-        subscription.metadata.namespace = Some(team.into());
-        fixture.env.create(&subscription).await;
+        fixture.tenant(team).await;
+        fixture.subscribe_in(team, "widgets", |_| {}).await;
         let installed = fixture
             .env
             .wait_for::<opcat::api::Subscription>(team, "widgets", TIMEOUT, |sub| {

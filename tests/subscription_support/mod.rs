@@ -84,20 +84,27 @@ impl Fixture {
             ..Env::settings()
         });
         env.namespace(CATALOG_NAMESPACE).await;
-        env.namespace(NAMESPACE).await;
         env.create(&env.pull_secret(CATALOG_NAMESPACE, PULL_SECRET))
             .await;
-        // The namespace's OperatorGroup (own namespace), so the installer can install.
-        env.create(&opcat::api::OperatorGroup {
-            metadata: meta_in(NAMESPACE, "operators"),
-            spec: opcat::api::OperatorGroupSpec {
-                target_namespaces: Some(vec![NAMESPACE.to_owned()]),
-                ..Default::default()
-            },
-            status: None,
-        })
-        .await;
-        Self { env }
+        let fixture = Self { env };
+        fixture.tenant(NAMESPACE).await;
+        fixture
+    }
+
+    /// Creates `namespace` with its own OperatorGroup (own namespace), so the installer can
+    /// install there.
+    pub async fn tenant(&self, namespace: &str) {
+        self.env.namespace(namespace).await;
+        self.env
+            .create(&opcat::api::OperatorGroup {
+                metadata: meta_in(namespace, "operators"),
+                spec: opcat::api::OperatorGroupSpec {
+                    target_namespaces: Some(vec![namespace.to_owned()]),
+                    ..Default::default()
+                },
+                status: None,
+            })
+            .await;
     }
 
     /// Creates a CatalogSource in `olm` for the example catalog image, with the pull secret.
@@ -181,6 +188,16 @@ impl Fixture {
 
     /// Creates a Subscription in [`NAMESPACE`] for `package` from `olm/examples`.
     pub async fn subscribe(&self, name: &str, edit: impl FnOnce(&mut SubscriptionSpec)) {
+        self.subscribe_in(NAMESPACE, name, edit).await;
+    }
+
+    /// Creates a Subscription in `namespace` for `package` from `olm/examples`.
+    pub async fn subscribe_in(
+        &self,
+        namespace: &str,
+        name: &str,
+        edit: impl FnOnce(&mut SubscriptionSpec),
+    ) {
         let mut spec = SubscriptionSpec {
             catalog_source: CATALOG.into(),
             catalog_source_namespace: CATALOG_NAMESPACE.into(),
@@ -189,7 +206,7 @@ impl Fixture {
         };
         edit(&mut spec);
         let mut subscription = Subscription::new(name, spec);
-        subscription.metadata.namespace = Some(NAMESPACE.into());
+        subscription.metadata.namespace = Some(namespace.into());
         self.env.create(&subscription).await;
     }
 
