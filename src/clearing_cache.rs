@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// At most `capacity` entries, shared between tasks.
 #[derive(Debug)]
@@ -32,13 +32,29 @@ impl<K: Eq + Hash, V: Clone> ClearingCache<K, V> {
     /// caller stored first, if any, so that every caller shares one. When the cache is full it is
     /// emptied first; when its lock is poisoned, `value` is returned unstored.
     pub fn insert_or_keep(&self, key: K, value: V) -> V {
-        let Ok(mut entries) = self.entries.lock() else {
+        let Some(mut entries) = self.with_room_for(&key) else {
             return value;
         };
-        if entries.len() >= self.capacity && !entries.contains_key(&key) {
+        entries.entry(key).or_insert(value).clone()
+    }
+
+    /// Stores `value` under `key`, replacing what was there (for values that a newer answer
+    /// supersedes). When the cache is full it is emptied first; when its lock is poisoned,
+    /// nothing is stored.
+    pub fn insert(&self, key: K, value: V) {
+        if let Some(mut entries) = self.with_room_for(&key) {
+            entries.insert(key, value);
+        }
+    }
+
+    /// The locked entries, emptied first when full and `key` is not among them; `None` when
+    /// the lock is poisoned.
+    fn with_room_for(&self, key: &K) -> Option<MutexGuard<'_, HashMap<K, V>>> {
+        let mut entries = self.entries.lock().ok()?;
+        if entries.len() >= self.capacity && !entries.contains_key(key) {
             entries.clear();
         }
-        entries.entry(key).or_insert(value).clone()
+        Some(entries)
     }
 }
 
@@ -56,6 +72,18 @@ mod tests {
         assert_eq!(cache.insert_or_keep("c", 4), 4, "full: emptied first");
         assert_eq!(cache.get(&"a"), None);
         assert_eq!(cache.get(&"b"), None);
+        assert_eq!(cache.get(&"c"), Some(4));
+    }
+
+    #[test]
+    fn insert_replaces_and_a_full_cache_starts_over() {
+        let cache = ClearingCache::new(2);
+        cache.insert("a", 1);
+        cache.insert("a", 2);
+        assert_eq!(cache.get(&"a"), Some(2), "the newer one replaces it");
+        cache.insert("b", 3);
+        cache.insert("c", 4);
+        assert_eq!(cache.get(&"a"), None, "full: emptied first");
         assert_eq!(cache.get(&"c"), Some(4));
     }
 }

@@ -256,11 +256,7 @@ async fn anonymous_pull_is_reported_when_no_secret_matches() {
 
 /// Manifest requests for `repository` the registry answered so far.
 fn manifest_requests(dist: &Distribution, repository: &str) -> usize {
-    let path = format!("/v2/{repository}/manifests/");
-    dist.log()
-        .lines()
-        .filter(|line| line.contains("response completed") && line.contains(&path))
-        .count()
+    dist.requests(&format!("/v2/{repository}/manifests/"))
 }
 
 #[tokio::test]

@@ -352,13 +352,7 @@ fn bundle_manifest_requests(fixture: &Fixture) -> usize {
     fixture
         .env
         .registry
-        .log()
-        .lines()
-        .filter(|line| {
-            line.contains("response completed")
-                && line.contains("/widget-operator-bundle/manifests/")
-        })
-        .count()
+        .requests("/widget-operator-bundle/manifests/")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,7 +22,7 @@ use rustls::pki_types::pem::PemObject as _;
 use super::cache::ImageCache;
 use super::digest::Digest;
 use super::error::{Failure, Operation, RegistryError, Tried, classify};
-use super::keyring::Keyring;
+use super::keyring::{Keyring, MatchedCredential};
 use super::recent::RecentTags;
 use super::reference::{ImageRef, is_host_port};
 use super::unpack::UnpackLimits;
@@ -97,6 +97,15 @@ pub struct Registry {
 
 /// Clients kept (distinct credentials; a rotation adds one). The cache is emptied when full.
 const MAX_CLIENTS: usize = 64;
+
+/// The registry auth of a credential the keyring matched (opcat's credentials are username and
+/// password; identity tokens are refused when the keyring is built).
+pub(crate) fn basic_auth(matched: &MatchedCredential<'_>) -> RegistryAuth {
+    RegistryAuth::Basic(
+        matched.credential.username().to_owned(),
+        matched.credential.password().to_owned(),
+    )
+}
 
 /// What identifies a credential among the kept clients: a digest, so the map holds no
 /// credential in the clear beyond what the clients themselves hold.
@@ -249,13 +258,7 @@ impl Registry {
         } else {
             matched
                 .iter()
-                .map(|m| {
-                    let auth = RegistryAuth::Basic(
-                        m.credential.username().to_owned(),
-                        m.credential.password().to_owned(),
-                    );
-                    (PullAuth::Secret(m.secret.to_owned()), auth)
-                })
+                .map(|m| (PullAuth::Secret(m.secret.to_owned()), basic_auth(m)))
                 .collect()
         };
         let mut failures: Vec<(PullAuth, Failure)> = Vec::new();

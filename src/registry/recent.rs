@@ -10,19 +10,17 @@
 //! or an outage is asked again at every pull. Different credentials never share a resolution:
 //! each set must have been accepted by the registry itself.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use oci_client::secrets::RegistryAuth;
 use sha2::Digest as _;
 
 use super::cache::UnpackedImage;
-use super::client::{Registry, credential_key};
+use super::client::{Registry, basic_auth, credential_key};
 use super::digest::Digest;
 use super::error::RegistryError;
 use super::keyring::Keyring;
 use super::reference::ImageRef;
+use crate::clearing_cache::ClearingCache;
 
 /// Resolutions kept; the table is emptied when full (a burst refills it with one pull).
 const MAX_ENTRIES: usize = 1024;
@@ -40,11 +38,7 @@ impl ResolutionKey {
     pub fn new(image: &ImageRef, keyring: &Keyring) -> Self {
         let mut hasher = sha2::Sha256::new();
         for matched in keyring.lookup(image) {
-            let auth = RegistryAuth::Basic(
-                matched.credential.username().to_owned(),
-                matched.credential.password().to_owned(),
-            );
-            hasher.update(credential_key(&auth));
+            hasher.update(credential_key(&basic_auth(&matched)));
         }
         Self {
             image: image.to_string(),
@@ -54,27 +48,28 @@ impl ResolutionKey {
 }
 
 /// Digests that tags resolved to, and when.
-#[derive(Default)]
 pub struct RecentTags {
-    resolved: Mutex<HashMap<ResolutionKey, (Digest, Instant)>>,
+    resolved: ClearingCache<ResolutionKey, (Digest, Instant)>,
+}
+
+impl Default for RecentTags {
+    fn default() -> Self {
+        Self {
+            resolved: ClearingCache::new(MAX_ENTRIES),
+        }
+    }
 }
 
 impl RecentTags {
     /// The digest `key` resolved to at most `max_age` before `now`.
     pub fn get(&self, key: &ResolutionKey, now: Instant, max_age: Duration) -> Option<Digest> {
-        let resolved = self.resolved.lock().ok()?;
-        let (digest, at) = resolved.get(key)?;
-        (now.saturating_duration_since(*at) <= max_age).then(|| digest.clone())
+        let (digest, at) = self.resolved.get(key)?;
+        (now.saturating_duration_since(at) <= max_age).then_some(digest)
     }
 
-    /// Records that `key` resolved to `digest` at `now`.
+    /// Records that `key` resolved to `digest` at `now` (a newer resolution replaces an older).
     pub fn record(&self, key: ResolutionKey, digest: Digest, now: Instant) {
-        if let Ok(mut resolved) = self.resolved.lock() {
-            if resolved.len() >= MAX_ENTRIES && !resolved.contains_key(&key) {
-                resolved.clear();
-            }
-            resolved.insert(key, (digest, now));
-        }
+        self.resolved.insert(key, (digest, now));
     }
 }
 

@@ -182,6 +182,16 @@ impl Distribution {
         text
     }
 
+    /// Requests the registry answered so far whose path contains `path` (`"/v2/"` for all),
+    /// refusals included: the lines of its access log
+    /// (`127.0.0.1 - - [time] "GET /v2/ HTTP/1.1" 401 …`).
+    pub fn requests(&self, path: &str) -> usize {
+        self.log()
+            .lines()
+            .filter(|line| line.contains("] \"") && line.contains(" HTTP/") && line.contains(path))
+            .count()
+    }
+
     /// The first configured user.
     pub fn user(&self) -> &User {
         &self.users[0]
