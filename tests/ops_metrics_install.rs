@@ -63,7 +63,7 @@ fn copies_in_cluster(fixture: &Fixture) -> Vec<Secret> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_after_an_install_and_a_rotation_count_what_happened() {
-    let fixture = Fixture::start().await;
+    let mut fixture = Fixture::start().await;
     let metrics = fixture.env.context().metrics.clone();
     let admin = AdminServer::start(
         "127.0.0.1:0".parse().unwrap(),
@@ -110,6 +110,17 @@ async fn metrics_after_an_install_and_a_rotation_count_what_happened() {
         })
         .await;
 
+    // What the running manager has loaded is sampled at scrape time, so read it live.
+    let live = scrape(&admin).await;
+    assert_eq!(value(&live, "opcat_catalog_index_catalogs", &[]), 1.0);
+    // One copy (the install namespace's), as in the cluster.
+    assert_eq!(copies_in_cluster(&fixture).len(), 1);
+    assert_eq!(value(&live, "opcat_pull_secret_copies", &[]), 1.0);
+
+    // A scrape reads one family after another: a reconcile finishing in between counts in the
+    // histogram but not in the counter read before it. Counters are read once the manager has
+    // stopped (every in-flight reconcile finished), as one consistent snapshot.
+    fixture.env.stop_manager().await;
     let families = scrape(&admin).await;
     for controller in controllers::ALL {
         let reconciles = value(
@@ -147,11 +158,7 @@ async fn metrics_after_an_install_and_a_rotation_count_what_happened() {
         0.0
     );
     assert!(value(&families, "opcat_catalog_pull_bytes_total", &[]) > 0.0);
-    assert_eq!(value(&families, "opcat_catalog_index_catalogs", &[]), 1.0);
 
-    // One copy (the install namespace's), as in the cluster.
-    assert_eq!(copies_in_cluster(&fixture).len(), 1);
-    assert_eq!(value(&families, "opcat_pull_secret_copies", &[]), 1.0);
     // Written twice: created at install, updated by the rotation.
     assert_eq!(
         value(&families, "opcat_pull_secret_copy_writes_total", &[]),
