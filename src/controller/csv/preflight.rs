@@ -8,14 +8,14 @@
 //! with a failure that may heal by itself (404, 5xx, timeout) is checked again after
 //! [`RECHECK_AFTER`]. Touches the registry.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
+use crate::clearing_cache::ClearingCache;
 use crate::pull_secrets::{ImageCheck, ImageOutcome, PullSecretCondition, credentials_condition};
 use crate::registry::error::Tried;
 use crate::registry::{ImageRef, Keyring, PullAuth, Registry, RegistryError};
@@ -44,6 +44,7 @@ pub fn fingerprint(bundle_image: &str, credentials: &Credentials) -> String {
 /// before the image is pushed, a registry 5xx or timeout) is reused before it is checked again.
 pub const RECHECK_AFTER: Duration = Duration::from_secs(5 * 60);
 
+#[derive(Clone)]
 struct Cached {
     condition: PullSecretCondition,
     checked_at: Timestamp,
@@ -52,9 +53,16 @@ struct Cached {
 }
 
 /// Preflight results by [`fingerprint`].
-#[derive(Default)]
 pub struct PreflightCache {
-    results: Mutex<HashMap<String, Cached>>,
+    results: ClearingCache<String, Cached>,
+}
+
+impl Default for PreflightCache {
+    fn default() -> Self {
+        Self {
+            results: ClearingCache::new(MAX_ENTRIES),
+        }
+    }
 }
 
 impl PreflightCache {
@@ -68,13 +76,10 @@ impl PreflightCache {
         now: Timestamp,
     ) -> PullSecretCondition {
         let key = fingerprint(bundle_image, credentials);
-        let cached = self.results.lock().ok().and_then(|results| {
-            let cached = results.get(&key)?;
-            let fresh = cached.settled || elapsed(cached.checked_at, now) < RECHECK_AFTER;
-            fresh.then(|| cached.condition.clone())
-        });
-        if let Some(condition) = cached {
-            return condition;
+        if let Some(cached) = self.results.get(&key)
+            && (cached.settled || elapsed(cached.checked_at, now) < RECHECK_AFTER)
+        {
+            return cached.condition;
         }
         let keyring = super::observe::keyring(credentials.iter(), str::to_owned);
         let mut checks = Vec::with_capacity(images.len());
@@ -95,19 +100,14 @@ impl PreflightCache {
             reason = condition.reason,
             "pull-credentials preflight"
         );
-        if let Ok(mut results) = self.results.lock() {
-            if results.len() >= MAX_ENTRIES {
-                results.clear();
-            }
-            results.insert(
-                key,
-                Cached {
-                    condition: condition.clone(),
-                    checked_at: now,
-                    settled,
-                },
-            );
-        }
+        self.results.insert(
+            key,
+            Cached {
+                condition: condition.clone(),
+                checked_at: now,
+                settled,
+            },
+        );
         condition
     }
 }

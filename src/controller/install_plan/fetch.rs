@@ -177,7 +177,7 @@ pub async fn fetch(
         .fetch_reusing(&reference, keyring, context.settings.bundle_tag_ttl)
         .await?;
     let pinned = reference.with_digest(&unpacked.digest).to_string();
-    tracing::info!(%image, digest = %unpacked.digest, "bundle image pulled");
+    tracing::info!(%image, digest = %unpacked.digest, "bundle image ready");
     let (manifests, metadata) =
         layout(&unpacked, package).map_err(|problem| FetchError::NotABundle {
             image: image.to_owned(),
