@@ -164,7 +164,7 @@ async fn an_unusable_pull_secret_is_named_and_the_pull_uses_the_others() {
 async fn unsupported_sources_are_spec_invalid_without_contacting_a_registry() {
     let mut env = env_in_namespace().await;
     env.start_manager();
-    let requests = registry_requests(&env, "/v2/");
+    let requests = env.registry.requests("/v2/");
     let spec = |source_type: &str| CatalogSourceSpec {
         source_type: source_type.to_owned(),
         ..CatalogSourceSpec::default()
@@ -219,7 +219,7 @@ async fn unsupported_sources_are_spec_invalid_without_contacting_a_registry() {
             .contains("\"catalog.olm.svc:50051\"")
     );
     assert_eq!(
-        registry_requests(&env, "/v2/"),
+        env.registry.requests("/v2/"),
         requests,
         "no registry contact"
     );

@@ -156,7 +156,7 @@ async fn a_converged_catalog_makes_no_writes_and_no_registry_requests() {
     .await
     .unwrap();
     env.api.reset_counts();
-    let registry_before = registry_requests(&env, "/v2/");
+    let registry_before = env.registry.requests("/v2/");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         env.api.request_counts().writes(),
@@ -165,7 +165,7 @@ async fn a_converged_catalog_makes_no_writes_and_no_registry_requests() {
         env.api.request_counts().iter().collect::<Vec<_>>()
     );
     assert_eq!(
-        registry_requests(&env, "/v2/"),
+        env.registry.requests("/v2/"),
         registry_before,
         "no poll is due"
     );
@@ -187,8 +187,8 @@ async fn a_converged_catalog_makes_no_writes_and_no_registry_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_manager_serves_the_catalog_from_the_disk_cache() {
     let (mut env, before) = serving("cached", None, Env::settings()).await;
-    let blobs = registry_requests(&env, "/blobs/");
-    let manifests = registry_requests(&env, "/manifests/");
+    let blobs = env.registry.requests("/blobs/");
+    let manifests = env.registry.requests("/manifests/");
     assert!(
         blobs > 0,
         "the first load downloaded the image:\n{}",
@@ -210,12 +210,12 @@ async fn a_restarted_manager_serves_the_catalog_from_the_disk_cache() {
     let loaded = context.catalogs.get(NS, "cached").unwrap();
     assert_eq!(Some(loaded.digest.to_string().as_str()), digest_of(&before));
     assert_eq!(
-        registry_requests(&env, "/blobs/"),
+        env.registry.requests("/blobs/"),
         blobs,
         "no download after a restart"
     );
     assert_eq!(
-        registry_requests(&env, "/manifests/"),
+        env.registry.requests("/manifests/"),
         manifests,
         "no poll is due, so no registry request at all"
     );
@@ -374,7 +374,7 @@ async fn a_rotated_pull_secret_is_used_at_once_without_waiting_for_a_poll() {
     // No poll interval: only a change can make opcat contact the registry again.
     let (mut env, before) = serving("rotating", None, Env::settings()).await;
     let polled = |c: &CatalogSource| c.status.as_ref()?.latest_image_registry_poll.clone();
-    let manifests = registry_requests(&env, "/manifests/");
+    let manifests = env.registry.requests("/manifests/");
     // Status times have second precision: make sure a new poll shows.
     tokio::time::sleep(Duration::from_millis(1100)).await;
 
@@ -389,7 +389,7 @@ async fn a_rotated_pull_secret_is_used_at_once_without_waiting_for_a_poll() {
     set_secret_config(&env, "catalog-pull", &rotated.to_string()).await;
     let after = wait_until(&env, "rotating", |c| polled(c) != polled(&before)).await;
     assert_eq!(state(&after), Some("READY"));
-    assert!(registry_requests(&env, "/manifests/") > manifests);
+    assert!(env.registry.requests("/manifests/") > manifests);
     assert_eq!(
         digest_of(&after),
         digest_of(&before),

@@ -127,16 +127,6 @@ pub fn wrong_password_config(env: &Env) -> String {
     test_registry::dockerconfigjson(&env.registry.host, &env.registry.user().username, "wrong")
 }
 
-/// Requests the registry answered so far whose line in its log contains `what` (for example
-/// `/blobs/` or `/manifests/`), counting each request once.
-pub fn registry_requests(env: &Env, what: &str) -> usize {
-    env.registry
-        .log()
-        .lines()
-        .filter(|line| line.contains("response completed") && line.contains(what))
-        .count()
-}
-
 /// Events about `name`.
 pub fn events(env: &Env, name: &str) -> Vec<Event> {
     env.api
