@@ -25,6 +25,13 @@
 // Benchmark driver: a failed step aborts the run with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// The in-memory API server runs in this process, and on glibc's malloc its cost per request
+/// grew with its heap (perf at 10,000: `free` and `malloc_consolidate` were the API server's
+/// largest entries, nowhere at 1,000), a cost that is the allocator's, not the API's. It runs on
+/// jemalloc, as `opcat` itself does.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod cluster;
 mod controller;
 mod cpu;
