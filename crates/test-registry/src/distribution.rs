@@ -188,7 +188,8 @@ impl Distribution {
     pub fn requests(&self, path: &str) -> usize {
         self.log()
             .lines()
-            .filter(|line| line.contains("] \"") && line.contains(" HTTP/") && line.contains(path))
+            .filter_map(request_path)
+            .filter(|requested| requested.contains(path))
             .count()
     }
 
@@ -231,5 +232,27 @@ impl Drop for Distribution {
         // Our own child, by handle: never anything else.
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The path of an access-log line's request (`… "GET /v2/ HTTP/1.1" 401 …` → `/v2/`); `None`
+/// for the registry's other log lines.
+fn request_path(line: &str) -> Option<&str> {
+    let (_, request) = line.split_once("] \"")?;
+    let (request, _) = request.split_once(" HTTP/")?;
+    let (_method, path) = request.split_once(' ')?;
+    Some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::request_path;
+
+    #[test]
+    fn only_access_log_lines_have_a_request_path() {
+        let access = r#"127.0.0.1 - - [27/Nov/2026:09:40:01 +0000] "GET /v2/widgets/manifests/v1 HTTP/1.1" 401 87 "" "opcat/0.1.0""#;
+        assert_eq!(request_path(access), Some("/v2/widgets/manifests/v1"));
+        let app = r#"time="2026-11-27T09:40:01Z" level=info msg="response completed" http.request.uri="/v2/widgets/manifests/v1""#;
+        assert_eq!(request_path(app), None);
     }
 }
