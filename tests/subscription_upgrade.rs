@@ -13,6 +13,7 @@ use std::time::Duration;
 use kube::ResourceExt;
 use opcat::api::Approval;
 use opcat::controller::plan_record;
+use subscription_support::phases::CsvPhases;
 use subscription_support::{
     Fixture, NAMESPACE, TIMEOUT, condition, plan_csvs, plan_phase, widget_catalog,
 };
@@ -158,12 +159,17 @@ async fn upgrades_follow_the_catalog_along_skip_range_and_replaces() {
         "v1.2.0 is still in flight"
     );
     // ...then, once v1.2.0 succeeded, the replaces edge leads to v2.0.0.
+    let phases = CsvPhases::start(&fixture.env).await;
     fixture.env.api.clear_failures();
-    fixture
-        .wait_csv_phase("widget-operator.v1.2.0", "Succeeded")
-        .await;
     let upgrade = fixture
         .wait_upgrade("widget-operator.v1.2.0", "widget-operator.v2.0.0")
+        .await;
+    phases
+        .assert_succeeded_before(
+            &fixture.env,
+            "widget-operator.v1.2.0",
+            "widget-operator.v2.0.0",
+        )
         .await;
     assert_eq!(plan_record::entries(&upgrade).unwrap()[0].channel, "fast");
     assert_eq!(
@@ -260,6 +266,7 @@ async fn a_skipped_release_upgrades_through_the_skips_edge() {
             "fast-without-2.0.0",
         )
         .await;
+    let phases = CsvPhases::start(&fixture.env).await;
     fixture
         .subscribe("widgets", |spec| {
             spec.channel = Some("fast".into());
@@ -270,9 +277,15 @@ async fn a_skipped_release_upgrades_through_the_skips_edge() {
         .wait_installed("widgets", "widget-operator.v1.1.1")
         .await;
     fixture
-        .wait_csv_phase("widget-operator.v1.1.1", "Succeeded")
-        .await;
-    fixture
         .wait_upgrade("widget-operator.v1.1.1", "widget-operator.v1.2.0")
+        .await;
+    // v1.1.1 is replaced and deleted as soon as v1.2.0 succeeds: the watch, not a poll, saw it
+    // finish installing first.
+    phases
+        .assert_succeeded_before(
+            &fixture.env,
+            "widget-operator.v1.1.1",
+            "widget-operator.v1.2.0",
+        )
         .await;
 }

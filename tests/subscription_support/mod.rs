@@ -21,6 +21,8 @@ use serde_json::json;
 
 use crate::support::{Env, REGISTRY_PASSWORD, REGISTRY_USER, keyring_for};
 
+pub mod phases;
+
 /// Namespace of the example CatalogSource.
 pub const CATALOG_NAMESPACE: &str = "olm";
 /// Name of the example CatalogSource.

@@ -1,0 +1,78 @@
+//! Every phase each ClusterServiceVersion in the test namespace passes through, from a watch
+//! opened before the test acts. An automatic upgrade replaces and deletes the old CSV on its own
+//! schedule, so polling for the old CSV's phase races the controller; the watch does not.
+
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::watcher;
+use opcat::api::ClusterServiceVersion;
+
+use super::{NAMESPACE, TIMEOUT};
+use crate::support::Env;
+
+/// One observed state: the CSV's name and its phase (`None` before the reconciler set one).
+pub type Observed = (String, Option<String>);
+
+/// Records CSV phases in watch order.
+pub struct CsvPhases {
+    seen: Arc<Mutex<Vec<Observed>>>,
+}
+
+impl CsvPhases {
+    /// Opens the watch and returns once the API server has registered it.
+    pub async fn start(env: &Env) -> Self {
+        let before = env.api.watcher_count::<ClusterServiceVersion>();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let api: Api<ClusterServiceVersion> = Api::namespaced(env.client.clone(), NAMESPACE);
+        tokio::spawn(async move {
+            let mut stream = watcher(api, watcher::Config::default()).boxed();
+            while let Some(event) = stream.next().await {
+                if let Ok(watcher::Event::Apply(csv) | watcher::Event::InitApply(csv)) = event {
+                    let phase = csv
+                        .status
+                        .as_ref()
+                        .and_then(|status| status.phase)
+                        .map(|phase| phase.as_str().to_owned());
+                    sink.lock().unwrap().push((csv.name_any(), phase));
+                }
+            }
+        });
+        env.wait_until("the CSV phase watch is open", TIMEOUT, || {
+            env.api.watcher_count::<ClusterServiceVersion>() > before
+        })
+        .await;
+        Self { seen }
+    }
+
+    /// Everything observed so far, in order.
+    pub fn seen(&self) -> Vec<Observed> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Position of the first observation of `csv` (in `phase`, when given).
+    pub fn first(&self, csv: &str, phase: Option<&str>) -> Option<usize> {
+        self.seen.lock().unwrap().iter().position(|(name, seen)| {
+            name == csv && phase.is_none_or(|phase| seen.as_deref() == Some(phase))
+        })
+    }
+
+    /// Asserts `csv` was observed in `Succeeded` before `next` was first observed at all: the
+    /// upgrade to `next` waited for `csv` to finish installing.
+    pub async fn assert_succeeded_before(&self, env: &Env, csv: &str, next: &str) {
+        env.wait_until(&format!("the watch saw {next}"), TIMEOUT, || {
+            self.first(next, None).is_some()
+        })
+        .await;
+        let succeeded = self.first(csv, Some("Succeeded"));
+        let created = self.first(next, None);
+        assert!(
+            succeeded.is_some() && succeeded < created,
+            "{csv} must reach Succeeded before {next} exists; observed: {:?}",
+            self.seen()
+        );
+    }
+}
