@@ -22,7 +22,7 @@ use kube::runtime::events::EventType;
 
 use super::error::CsvError;
 use super::events::reference;
-use super::observe::ObjectKey;
+use super::labelled::ObjectKey;
 use crate::api::ClusterServiceVersion;
 use crate::bundle::ownership::{CsvOwner, ownership_annotations, ownership_labels};
 use crate::bundle::render::ServingCertificate;

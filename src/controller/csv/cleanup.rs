@@ -29,7 +29,8 @@ use kube::runtime::events::EventType;
 
 use super::error::CsvError;
 use super::events::{Audience, observe_plan, publish, reference};
-use super::observe::{self, SWEPT_KINDS, Sources};
+use super::labelled::{self, SWEPT_KINDS};
+use super::observe::{self, Sources};
 use super::propagation::{self, PropagationInputs};
 use super::{Csvs, copies, csv_writes, objects, service_accounts, webhooks};
 use crate::api::ClusterServiceVersion;
@@ -83,7 +84,7 @@ async fn run(
         .iter()
         .map(|(version, kind)| ((*version).to_owned(), (*kind).to_owned()))
         .collect();
-    let live = observe::labelled_objects(context, &name, namespace, &kinds).await?;
+    let live = labelled::labelled_objects(context, &name, namespace, &kinds).await?;
     // ServiceAccounts opcat created for this CSV: deleted with it below, so never edited.
     let deleted_accounts: BTreeSet<String> = live
         .objects

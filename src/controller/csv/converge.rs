@@ -30,7 +30,8 @@ use super::error::CsvError;
 use super::events::{Audience, observe_plan, publish};
 use super::hold;
 use super::install::{Read, unmet_status};
-use super::observe::{self, ObjectKey};
+use super::labelled::{self, ObjectKey};
+use super::observe;
 use super::propagation::{self, PropagationInputs};
 use super::requirements::Unmet;
 use super::status::{self, Health, PhaseUpdate};
@@ -105,11 +106,11 @@ pub(super) async fn install(
             return unmet_status(state, csv, &unmet, now).await;
         }
     };
-    let live = observe::cached_objects(
+    let live = labelled::cached_objects(
         context,
         &name,
         namespace,
-        &observe::kinds_to_list(rendered.in_apply_order()),
+        &labelled::kinds_to_list(rendered.in_apply_order()),
     )
     .await?;
 

@@ -29,6 +29,7 @@ mod events;
 mod fast_path;
 mod hold;
 mod install;
+mod labelled;
 mod objects;
 mod observe;
 mod preflight;

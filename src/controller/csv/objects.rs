@@ -17,7 +17,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource, ResourceExt};
 
 use super::error::CsvError;
-use super::observe::{LabelledObjects, ObjectKey};
+use super::labelled::{LabelledObjects, ObjectKey};
 use crate::bundle::ownership::{
     CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     RETAIN_LABEL, RETAIN_VALUE,
@@ -92,7 +92,7 @@ pub async fn apply_all(
         {
             // opcat's, labelled for another CSV (a shared CRD).
             verified = Some(cached.verified);
-            current = Some(super::observe::metadata_only(cached));
+            current = Some(super::labelled::metadata_only(cached));
         }
         if current.is_none() && !hashed_name(object) {
             current = get(context, &resource, object).await?;

@@ -23,8 +23,9 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::error::CsvError;
+use super::labelled::LabelledObjects;
 use super::objects;
-use super::observe::{self, LabelledObjects};
+use super::observe;
 use super::status::Health;
 use crate::api::{ClusterServiceVersion, FIELD_MANAGER};
 use crate::bundle::RenderedBundle;
