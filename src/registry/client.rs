@@ -21,7 +21,8 @@ use rustls::pki_types::pem::PemObject as _;
 
 use super::cache::ImageCache;
 use super::digest::Digest;
-use super::error::{Failure, Operation, RegistryError, Tried, classify};
+use super::error::{Operation, RegistryError, Tried};
+use super::failure::{Failure, classify};
 use super::keyring::{Keyring, MatchedCredential};
 use super::recent::RecentTags;
 use super::reference::{ImageRef, is_host_port};

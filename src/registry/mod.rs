@@ -24,6 +24,7 @@ pub mod client;
 pub mod credentials;
 pub mod digest;
 pub mod error;
+mod failure;
 pub mod keyring;
 pub mod layer;
 pub mod manifest;

@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 use super::cache::UnpackedImage;
 use super::client::{Authorized, Registry};
 use super::digest::{Digest, Hasher};
-use super::error::{Failure, Operation, RegistryError, classify};
+use super::error::{Operation, RegistryError};
+use super::failure::{Failure, classify};
 use super::keyring::Keyring;
 use super::manifest::{
     ACCEPTED_MANIFEST_TYPES, Descriptor, ImageManifest, MAX_DOCUMENT_BYTES, Manifest,
@@ -283,7 +284,7 @@ impl Ctx<'_> {
                 // below gives the better message.
                 Err(error) if is_digest_verdict(&error) => break,
                 Err(error) => {
-                    return Err(self.failure(super::error::classify_transport(&error)));
+                    return Err(self.failure(super::failure::classify_transport(&error)));
                 }
             }
             if bytes.len() as u64 > config.size {
@@ -344,7 +345,7 @@ impl Ctx<'_> {
                 }
                 Err(error) => {
                     if !is_digest_verdict(&error) {
-                        transport_error = Some(super::error::classify_transport(&error));
+                        transport_error = Some(super::failure::classify_transport(&error));
                     }
                     break;
                 }

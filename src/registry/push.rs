@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::client::Registry;
 use super::digest::Digest;
-use super::error::{Operation, RegistryError, classify};
+use super::error::{Operation, RegistryError};
+use super::failure::classify;
 use super::keyring::Keyring;
 use super::layer::{Layer, LayerBuilder, LayerError};
 use super::manifest::{Descriptor, OCI_CONFIG, OCI_LAYER_GZIP, OCI_MANIFEST};
