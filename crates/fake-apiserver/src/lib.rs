@@ -137,6 +137,7 @@
 //! * Foreground deletion waits only for dependents with `blockOwnerDeletion: true`, as
 //!   upstream; the final namespace `finalize` and removal appear as one DELETED event.
 
+mod builder;
 mod cluster;
 mod control;
 mod controllers;
@@ -158,7 +159,8 @@ mod store;
 mod validation;
 mod watch;
 
+pub use crate::builder::Builder;
 pub use crate::cluster::DeploymentMode;
 pub use crate::control::{CollectionRead, Fault, LoggedRequest, RequestCounts, RequestKey, Verb};
 pub use crate::http::HttpHandle;
-pub use crate::server::{Builder, Error, FakeApiServer};
+pub use crate::server::{Error, FakeApiServer};

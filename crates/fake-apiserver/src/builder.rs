@@ -1,0 +1,111 @@
+//! Options of the in-memory API server: which simulated controllers run, the watch cache window,
+//! bookmarks, default namespaces.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::cluster::{Cluster, DeploymentMode};
+use crate::control::Control;
+use crate::controllers::ControllerConfig;
+use crate::server::{FakeApiServer, Shared, seed_into};
+
+/// Options for [`FakeApiServer`].
+#[derive(Clone, Debug)]
+pub struct Builder {
+    controllers: ControllerConfig,
+    history_limit: usize,
+    bookmark_interval: Duration,
+    default_namespaces: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            controllers: ControllerConfig::default(),
+            history_limit: 10_000,
+            bookmark_interval: Duration::from_secs(1),
+            default_namespaces: true,
+        }
+    }
+}
+
+impl Builder {
+    /// Namespace lifecycle: admission (404 in a missing namespace, 403 in a terminating
+    /// one), `kubernetes` finalizer and content deletion. On by default.
+    pub fn namespace_lifecycle(mut self, on: bool) -> Self {
+        self.controllers.namespace_lifecycle = on;
+        self
+    }
+
+    /// The ServiceAccount controller's `default` account in every namespace. On by default.
+    pub fn service_account_controller(mut self, on: bool) -> Self {
+        self.controllers.service_accounts = on;
+        self
+    }
+
+    /// How the Deployment controller reports status. [`DeploymentMode::Available`] by default.
+    pub fn deployment_mode(mut self, mode: DeploymentMode) -> Self {
+        self.controllers.deployments = mode;
+        self
+    }
+
+    /// CRD `Established`/`NamesAccepted` status and instance cleanup on CRD deletion. On by
+    /// default (CRDs are served either way).
+    pub fn crd_controller(mut self, on: bool) -> Self {
+        self.controllers.crds = on;
+        self
+    }
+
+    /// APIService `Available` conditions (the aggregator's availability controller; local
+    /// APIServices are Available on create either way). On by default.
+    pub fn apiservice_controller(mut self, on: bool) -> Self {
+        self.controllers.api_services = on;
+        self
+    }
+
+    /// Garbage collection of owner references. On by default.
+    pub fn garbage_collector(mut self, on: bool) -> Self {
+        self.controllers.garbage_collector = on;
+        self
+    }
+
+    /// Watch events kept per resource (the watch cache window); resuming a watch from an
+    /// older `resourceVersion` gets 410 Gone. 10 000 by default.
+    pub fn watch_history(mut self, events: usize) -> Self {
+        self.history_limit = events;
+        self
+    }
+
+    /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK. 1 s by default.
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.bookmark_interval = every;
+        self
+    }
+
+    /// Start without `default`, `kube-system`, `kube-public` and `kube-node-lease`.
+    pub fn without_default_namespaces(mut self) -> Self {
+        self.default_namespaces = false;
+        self
+    }
+
+    /// Builds the server.
+    pub fn build(self) -> FakeApiServer {
+        let mut cluster = Cluster::new(self.history_limit, self.controllers);
+        if self.default_namespaces {
+            for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+                let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+                if let Err(e) = seed_into(&mut cluster, obj) {
+                    tracing::error!(namespace = ns, error = %e, "creating a default namespace failed");
+                }
+            }
+        }
+        FakeApiServer {
+            shared: Arc::new(Shared {
+                cluster: Mutex::new(cluster),
+                control: Mutex::new(Control::default()),
+                bookmark_interval: self.bookmark_interval,
+                watch_lags: std::sync::RwLock::default(),
+            }),
+        }
+    }
+}
