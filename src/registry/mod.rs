@@ -35,6 +35,7 @@ pub mod reference;
 pub mod secret;
 pub mod secret_file;
 pub mod source;
+mod stream;
 pub mod unpack;
 
 pub use cache::{ImageCache, UnpackedImage};

@@ -24,6 +24,7 @@ use super::manifest::{
     check_layer_media_type, config_labels, parse_manifest, select_platform,
 };
 use super::reference::ImageRef;
+use super::stream::{ChannelReader, HashingReader};
 use super::unpack::{UnpackError, UnpackLimits, Unpacker};
 
 /// Chunks buffered between the network and the unpacker (bounded memory).
@@ -407,65 +408,5 @@ pub fn unpack_stream(unpacker: &mut Unpacker, input: &mut impl Read) -> Result<(
         Ok(())
     } else {
         unpacker.unpack_layer(&mut buffered)
-    }
-}
-
-/// Reads the chunks the async side forwards.
-struct ChannelReader {
-    receiver: mpsc::Receiver<io::Result<Bytes>>,
-    current: Bytes,
-}
-
-impl ChannelReader {
-    fn new(receiver: mpsc::Receiver<io::Result<Bytes>>) -> Self {
-        ChannelReader {
-            receiver,
-            current: Bytes::new(),
-        }
-    }
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.current.is_empty() {
-            match self.receiver.blocking_recv() {
-                Some(Ok(chunk)) => self.current = chunk,
-                Some(Err(error)) => return Err(error),
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
-    }
-}
-
-/// Hashes and counts everything read through it.
-struct HashingReader<R> {
-    inner: R,
-    hasher: Hasher,
-    count: u64,
-}
-
-impl<R: Read> HashingReader<R> {
-    fn new(inner: R, expected: &Digest) -> Self {
-        HashingReader {
-            inner,
-            hasher: Hasher::new(expected.algorithm()),
-            count: 0,
-        }
-    }
-
-    fn finish(self) -> (Digest, u64) {
-        (self.hasher.finish(), self.count)
-    }
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.count += n as u64;
-        Ok(n)
     }
 }
