@@ -19,13 +19,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
+use super::attach::{attach, attach_bundle_pull_secrets};
 use super::error::CsvError;
 use super::events::{Audience, observe_plan, publish};
 use super::hold;
@@ -37,13 +37,13 @@ use super::requirements::Unmet;
 use super::status::{self, Health, PhaseUpdate};
 use super::{Csvs, certificates, copies, csv_writes, objects, report, service_accounts, webhooks};
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase, csv_reasons};
-use crate::bundle::{RenderContext, RenderedBundle, ownership::CsvOwner, render};
+use crate::bundle::{RenderContext, ownership::CsvOwner, render};
 use crate::pull_secrets::vocabulary::{
     CONDITION_PULL_SECRET_SOURCE_MISSING, EVENT_PULL_SECRET_CONFLICT, REASON_SOURCE_NOT_FOUND,
 };
 use crate::pull_secrets::{
     CatalogRef, ConditionStatus, NamespacePlan, PullSecretCondition, ServiceAccountEdit,
-    propagation_allowed, service_account,
+    propagation_allowed,
 };
 
 /// Plans, applies and reports; returns the requeue.
@@ -274,51 +274,6 @@ impl Report<'_> {
     }
 }
 
-/// Step 2: applies the ServiceAccounts opcat creates, reads them back when that changed them,
-/// and writes the `imagePullSecrets` edits the plan wants, each under its precondition.
-/// Returns the edits written.
-async fn attach(
-    state: &Csvs,
-    namespace: &str,
-    inputs: &mut PropagationInputs,
-    plan: &NamespacePlan,
-    rendered: &RenderedBundle,
-    now: &Time,
-) -> Result<Vec<ServiceAccountEdit>, CsvError> {
-    let client = &state.context.client;
-    let policy = &state.restore_policy;
-    let created = service_accounts::apply_created(
-        client,
-        &rendered.service_accounts,
-        &inputs.service_accounts,
-    )
-    .await?;
-    if !created.is_empty() || !plan.missing_service_accounts.is_empty() {
-        inputs.service_accounts = observe::after_create(
-            client,
-            namespace,
-            &inputs.used_service_accounts(),
-            created,
-            &inputs.service_accounts,
-        )
-        .await?;
-    }
-    let mut written = Vec::new();
-    for edit in inputs.plan(namespace, now.0, policy).service_account_edits {
-        let recompute = |fresh: &ServiceAccount| {
-            let mut one = inputs.clone();
-            one.service_accounts = vec![fresh.clone()];
-            one.plan(namespace, now.0, policy)
-                .service_account_edits
-                .into_iter()
-                .next()
-        };
-        let outcome = service_accounts::write_edit(client, namespace, edit, recompute).await?;
-        written.extend(outcome.written);
-    }
-    Ok(written)
-}
-
 /// Reads the pull-secret inputs for the catalog in the namespace.
 async fn propagation_inputs(
     state: &Csvs,
@@ -362,28 +317,6 @@ async fn propagation_inputs(
         service_accounts,
         scope,
     })
-}
-
-/// Attaches the names the bundle's ServiceAccount manifests list, the same careful way.
-async fn attach_bundle_pull_secrets(
-    state: &Csvs,
-    namespace: &str,
-    rendered: &RenderedBundle,
-    now: &Time,
-) -> Result<(), CsvError> {
-    let client = &state.context.client;
-    let policy = &state.restore_policy;
-    for (sa_name, names) in &rendered.bundle_pull_secrets {
-        let Some(sa) = observe::service_account(client, namespace, sa_name).await? else {
-            continue;
-        };
-        let recompute =
-            |fresh: &ServiceAccount| service_account::attach(fresh, names, now.0, policy);
-        if let Some(edit) = recompute(&sa) {
-            service_accounts::write_edit(client, namespace, edit, recompute).await?;
-        }
-    }
-    Ok(())
 }
 
 /// The preflight condition, with the credentials pods will actually get.

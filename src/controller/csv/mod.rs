@@ -17,6 +17,7 @@
 //! Secrets), `webhooks` (webhook configurations, APIServices, CRD conversions); registry:
 //! `preflight`.
 
+mod attach;
 mod bundle;
 mod certificates;
 mod clashes;
