@@ -10,6 +10,7 @@ use std::time::Duration;
 use kube::ResourceExt;
 use opcat::api::{Approval, FINALIZER};
 use opcat::controller::{keys, plan_record};
+use subscription_support::phases::CsvPhases;
 use subscription_support::{
     CATALOG, CATALOG_NAMESPACE, Fixture, NAMESPACE, TIMEOUT, condition, plan_csvs, plan_phase,
 };
@@ -144,44 +145,42 @@ async fn first_install_takes_the_default_channel_head_and_converges_without_writ
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn starting_csv_installs_that_version_then_upgrades_from_it() {
     let fixture = Fixture::start().await;
+    let phases = CsvPhases::start(&fixture.env).await;
     fixture
         .subscribe("widgets", |spec| {
             spec.channel = Some("stable".into());
             spec.starting_csv = Some("widget-operator.v1.0.0".into());
         })
         .await;
+    // v1.0.0 is replaced (and deleted) as soon as the upgrade succeeds, so it is checked from
+    // what the watch saw rather than polled for.
     fixture
-        .wait_installed("widgets", "widget-operator.v1.0.0")
-        .await;
-    let csv = fixture.wait_csv("widget-operator.v1.0.0").await;
-    assert_eq!(csv.spec.version.as_deref(), Some("1.0.0"));
-    // Not before the installed CSV succeeded: a second plan (read first) means the CSV (read
-    // after it) has succeeded. The CSV may succeed within the second the Subscription's status
-    // is written, so the upgrade's plan may already be there.
-    let plans = fixture.plans().len();
-    let phase = fixture
-        .env
-        .api
-        .get::<opcat::api::ClusterServiceVersion>(NAMESPACE, "widget-operator.v1.0.0")
-        .and_then(|csv| csv.status)
-        .and_then(|status| status.phase);
-    assert!(
-        plans == 1 || phase == Some(opcat::api::ClusterServiceVersionPhase::Succeeded),
-        "{plans} plans while the CSV is {phase:?}"
-    );
-
-    fixture
-        .wait_csv_phase("widget-operator.v1.0.0", "Succeeded")
+        .wait_plan_phase("widget-operator.v1.0.0", "Complete")
         .await;
     // v1.2.0's skipRange (>=1.0.0 <1.2.0) covers 1.0.0 and it is closest to the head: OLM v0
     // jumps straight there, over v1.1.0.
     fixture
         .wait_upgrade("widget-operator.v1.0.0", "widget-operator.v1.2.0")
         .await;
+    // Not before the installed CSV succeeded.
+    phases
+        .assert_succeeded_before(
+            &fixture.env,
+            "widget-operator.v1.0.0",
+            "widget-operator.v1.2.0",
+        )
+        .await;
+    let first = phases
+        .first_seen("widget-operator.v1.0.0")
+        .expect("v1.0.0 was seen");
+    assert_eq!(first.spec.version.as_deref(), Some("1.0.0"));
     assert_eq!(
         plan_csvs(&fixture.plans()),
         ["widget-operator.v1.0.0", "widget-operator.v1.2.0"]
     );
+    fixture
+        .wait_installed("widgets", "widget-operator.v1.2.0")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -274,7 +274,7 @@ async fn a_skipped_release_upgrades_through_the_skips_edge() {
         })
         .await;
     fixture
-        .wait_installed("widgets", "widget-operator.v1.1.1")
+        .wait_plan_phase("widget-operator.v1.1.1", "Complete")
         .await;
     fixture
         .wait_upgrade("widget-operator.v1.1.1", "widget-operator.v1.2.0")
@@ -287,5 +287,8 @@ async fn a_skipped_release_upgrades_through_the_skips_edge() {
             "widget-operator.v1.1.1",
             "widget-operator.v1.2.0",
         )
+        .await;
+    fixture
+        .wait_installed("widgets", "widget-operator.v1.2.0")
         .await;
 }

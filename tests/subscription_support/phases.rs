@@ -13,12 +13,9 @@ use opcat::api::ClusterServiceVersion;
 use super::{NAMESPACE, TIMEOUT};
 use crate::support::Env;
 
-/// One observed state: the CSV's name and its phase (`None` before the reconciler set one).
-pub type Observed = (String, Option<String>);
-
-/// Records CSV phases in watch order.
+/// Records every state of the CSVs in watch order.
 pub struct CsvPhases {
-    seen: Arc<Mutex<Vec<Observed>>>,
+    seen: Arc<Mutex<Vec<ClusterServiceVersion>>>,
 }
 
 impl CsvPhases {
@@ -32,12 +29,7 @@ impl CsvPhases {
             let mut stream = watcher(api, watcher::Config::default()).boxed();
             while let Some(event) = stream.next().await {
                 if let Ok(watcher::Event::Apply(csv) | watcher::Event::InitApply(csv)) = event {
-                    let phase = csv
-                        .status
-                        .as_ref()
-                        .and_then(|status| status.phase)
-                        .map(|phase| phase.as_str().to_owned());
-                    sink.lock().unwrap().push((csv.name_any(), phase));
+                    sink.lock().unwrap().push(csv);
                 }
             }
         });
@@ -48,16 +40,27 @@ impl CsvPhases {
         Self { seen }
     }
 
-    /// Everything observed so far, in order.
-    pub fn seen(&self) -> Vec<Observed> {
-        self.seen.lock().unwrap().clone()
+    /// Names and phases observed so far, in order (`None` before the reconciler set a phase).
+    pub fn seen(&self) -> Vec<(String, Option<&'static str>)> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|csv| (csv.name_any(), phase_of(csv)))
+            .collect()
     }
 
     /// Position of the first observation of `csv` (in `phase`, when given).
     pub fn first(&self, csv: &str, phase: Option<&str>) -> Option<usize> {
-        self.seen.lock().unwrap().iter().position(|(name, seen)| {
-            name == csv && phase.is_none_or(|phase| seen.as_deref() == Some(phase))
+        self.seen.lock().unwrap().iter().position(|seen| {
+            seen.name_any() == csv && phase.is_none_or(|phase| phase_of(seen) == Some(phase))
         })
+    }
+
+    /// `csv` as first observed.
+    pub fn first_seen(&self, csv: &str) -> Option<ClusterServiceVersion> {
+        let position = self.first(csv, None)?;
+        self.seen.lock().unwrap().get(position).cloned()
     }
 
     /// Asserts `csv` was observed in `Succeeded` before `next` was first observed at all: the
@@ -75,4 +78,11 @@ impl CsvPhases {
             self.seen()
         );
     }
+}
+
+fn phase_of(csv: &ClusterServiceVersion) -> Option<&'static str> {
+    csv.status
+        .as_ref()
+        .and_then(|status| status.phase)
+        .map(|phase| phase.as_str())
 }
