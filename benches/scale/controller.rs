@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::measure::Reconciles;
 use crate::ops_support::http_get;
 
 /// How the binary is started.
@@ -138,6 +139,13 @@ impl Controller {
             })
             .map(str::to_owned)
             .collect()
+    }
+
+    /// Reconciles finished so far, per controller, from `/metrics`.
+    pub async fn reconciles(&self) -> Reconciles {
+        let (status, _, body) = http_get(self.admin, "/metrics").await;
+        assert_eq!(status, 200, "GET /metrics: {body}");
+        Reconciles::parse(&body)
     }
 
     /// The last lines of the log.

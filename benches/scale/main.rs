@@ -51,6 +51,7 @@ use cluster::{Cluster, ROTATED, SOURCES};
 use controller::{Controller, Options};
 use cpu::{Cpu, Parties};
 use measure::{Expected, Tally};
+use opcat::metrics::controllers::{CSV, INSTALL_PLAN, SUBSCRIPTION};
 use report::RunReport;
 
 /// Scale benchmark of `opcat run`.
@@ -135,6 +136,14 @@ fn main() {
             "smoke: writes at steady state:\n{}",
             report.steady_requests
         );
+        for controller in [SUBSCRIPTION, INSTALL_PLAN, CSV] {
+            let count = report.converge_reconciles.0.get(controller).copied();
+            assert!(
+                count.is_some_and(|count| count >= report.n as u64),
+                "smoke: {controller} reconciles to converge: {count:?} of {:?}",
+                report.converge_reconciles
+            );
+        }
         eprintln!("scale smoke passed (N=3); run scripts/bench-scale.sh for the benchmark");
     }
 }
@@ -175,6 +184,7 @@ async fn run(
     api.reset_counts();
     let cpu_start = Cpu::now(&parties);
     let registry_before = cluster.registry_requests();
+    let reconciles_before = controller.reconciles().await;
     let start = Instant::now();
     cluster.seed_catalog();
     for tenant in &tenants {
@@ -204,6 +214,8 @@ async fn run(
     let converge_requests = Tally::of(&api);
     let converge_cpu = Cpu::now(&parties).since(&cpu_start);
     let converge_registry_requests = cluster.registry_requests() - registry_before;
+    let reconciles_converged = controller.reconciles().await;
+    let converge_reconciles = reconciles_converged.since(&reconciles_before);
 
     // 2. Steady state.
     eprintln!("N={n}: converged in {converge:.1?}; steady window");
@@ -213,6 +225,8 @@ async fn run(
     tokio::time::sleep(steady_window).await;
     let steady_requests = Tally::of(&api);
     let steady_cpu = Cpu::now(&parties).since(&cpu_start);
+    let reconciles_steady = controller.reconciles().await;
+    let steady_reconciles = reconciles_steady.since(&reconciles_converged);
     let steady_memory = controller.memory();
     let watched = measure::watched_objects(&cluster);
 
@@ -239,6 +253,7 @@ async fn run(
     measure::wait_quiet(&api, quiet, timeout).await;
     let rotation_requests = Tally::of(&api);
     let rotation_cpu = Cpu::now(&parties).since(&cpu_start);
+    let rotation_reconciles = controller.reconciles().await.since(&reconciles_steady);
 
     let warnings = controller.warnings();
     let memory = controller.stop();
@@ -250,12 +265,15 @@ async fn run(
         converge_requests,
         converge_cpu,
         converge_registry_requests,
+        converge_reconciles,
         steady_window,
         steady_requests,
         steady_cpu,
+        steady_reconciles,
         fan_out,
         rotation_requests,
         rotation_cpu,
+        rotation_reconciles,
         idle_memory,
         converged_memory,
         steady_memory,

@@ -246,3 +246,46 @@ pub fn watched_objects(cluster: &Cluster) -> BTreeMap<&'static str, usize> {
         ),
     ])
 }
+
+/// Reconciles finished per controller (opcat's `opcat_reconcile_total`), to see how many times
+/// each object was looked at, not only what that cost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reconciles(pub BTreeMap<String, u64>);
+
+impl Reconciles {
+    /// The counters in an OpenMetrics text exposition.
+    pub fn parse(metrics: &str) -> Self {
+        let counts = metrics
+            .lines()
+            .filter_map(|line| {
+                let rest = line.strip_prefix("opcat_reconcile_total{controller=\"")?;
+                let (controller, rest) = rest.split_once('"')?;
+                let value = rest.rsplit(' ').next()?.parse::<u64>().ok()?;
+                Some((controller.to_owned(), value))
+            })
+            .collect();
+        Self(counts)
+    }
+
+    /// The reconciles since `earlier`.
+    pub fn since(&self, earlier: &Self) -> Self {
+        let counts = self
+            .0
+            .iter()
+            .map(|(controller, count)| {
+                let before = earlier.0.get(controller).copied().unwrap_or(0);
+                (controller.clone(), count.saturating_sub(before))
+            })
+            .collect();
+        Self(counts)
+    }
+
+    /// `controller per-Subscription, …` for `n` Subscriptions.
+    pub fn per_subscription(&self, n: usize) -> String {
+        self.0
+            .iter()
+            .map(|(controller, count)| format!("{controller} {:.2}", *count as f64 / n as f64))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}

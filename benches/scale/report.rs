@@ -8,7 +8,7 @@ use fake_apiserver::Verb;
 
 use crate::controller::Memory;
 use crate::cpu::Cpu;
-use crate::measure::Tally;
+use crate::measure::{Reconciles, Tally};
 
 /// Issue 12 targets.
 pub const CONVERGE_1000_TARGET: Duration = Duration::from_secs(15);
@@ -40,14 +40,18 @@ pub struct RunReport {
     pub converge_cpu: Cpu,
     /// Requests the registry answered while converging (auth probes, manifests, blobs).
     pub converge_registry_requests: usize,
+    /// Reconciles per controller in each phase.
+    pub converge_reconciles: Reconciles,
     pub steady_window: Duration,
     pub steady_requests: Tally,
     pub steady_cpu: Cpu,
+    pub steady_reconciles: Reconciles,
     /// From the rotating PATCH until every copy carries the new data.
     pub fan_out: Duration,
     /// The controller's requests until it stopped writing after the rotation.
     pub rotation_requests: Tally,
     pub rotation_cpu: Cpu,
+    pub rotation_reconciles: Reconciles,
     /// Memory once ready in the empty cluster, after convergence, after the steady window, and
     /// at the end (peak = `VmHWM`).
     pub idle_memory: Memory,
@@ -130,6 +134,12 @@ impl RunReport {
             self.watched,
             self.warnings.len(),
         );
+        text.push_str(&format!(
+            "reconciles per Subscription: converge {}; steady {}; rotation {}\n",
+            self.converge_reconciles.per_subscription(self.n),
+            self.steady_reconciles.per_subscription(self.n),
+            self.rotation_reconciles.per_subscription(self.n),
+        ));
         for line in self.warnings.iter().take(10) {
             text.push_str("    ");
             text.push_str(line);
