@@ -136,6 +136,15 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Indexed<K> {
         self.store.clone()
     }
 
+    /// A store holding `objects`, indexed (tests build stores by hand).
+    pub fn of(objects: impl IntoIterator<Item = K>) -> Self {
+        let (store, mut writer) = kube::runtime::reflector::store::<K>();
+        for object in objects {
+            writer.apply_watcher_event(&watcher::Event::Apply(object));
+        }
+        Self::snapshot(store)
+    }
+
     /// An index of what `store` holds now (tests build stores by hand).
     pub fn snapshot(store: Store<K>) -> Self {
         let index = NamespaceIndex::default();

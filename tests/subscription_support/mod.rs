@@ -286,9 +286,9 @@ impl Fixture {
 
     /// Waits until `csv` is installed for Subscription `name`: its InstallPlan complete, the CSV
     /// created, the Subscription at the latest known version with it installed and no plan
-    /// pending. Only for a CSV that stays installed: one an automatic upgrade replaces passes
-    /// through these states between two polls, or without the Subscription ever recording
-    /// them; check such a CSV with [`phases::CsvPhases`].
+    /// pending. Only for a CSV that stays installed: the Subscription records a CSV an
+    /// automatic upgrade replaces for as long as it takes to plan the upgrade, which can fall
+    /// between two polls; check such a CSV with [`phases::CsvPhases`].
     pub async fn wait_installed(&self, name: &str, csv: &str) -> Subscription {
         self.wait_plan_phase(csv, "Complete").await;
         self.wait_csv(csv).await;
