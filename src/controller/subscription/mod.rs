@@ -32,10 +32,10 @@
 //!   Subscription does not hold an `Automatic` one back).
 //! - A namespace's Subscriptions resolve one at a time (`created::NamespaceLocks`).
 //!
-//! Triggers: Subscriptions; CatalogSources (the Subscriptions naming them or in their
-//! namespace; for the global catalog namespace, every Subscription when the catalog's digest,
-//! health or priority changed, or it was deleted); InstallPlans (every Subscription they
-//! serve); CSVs (their Subscription). Shared watch streams carry no other deletions: waits
+//! Triggers: Subscriptions; CatalogSources, when what resolution reads of them changed (uid,
+//! status present, digest, health, priority) or they were deleted: the Subscriptions naming
+//! them or in their namespace, and for the global catalog namespace every Subscription;
+//! InstallPlans (every Subscription they serve); CSVs (their Subscription). Shared watch streams carry no other deletions: waits
 //! requeue after `wait_requeue`, converged Subscriptions after `resync`.
 
 mod catalog_health;
