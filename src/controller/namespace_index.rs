@@ -139,18 +139,11 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Indexed<K> {
     /// A store holding `objects`, indexed (tests build stores by hand).
     pub fn of(objects: impl IntoIterator<Item = K>) -> Self {
         let (store, mut writer) = kube::runtime::reflector::store::<K>();
-        for object in objects {
-            writer.apply_watcher_event(&watcher::Event::Apply(object));
-        }
-        Self::snapshot(store)
-    }
-
-    /// An index of what `store` holds now (tests build stores by hand).
-    pub fn snapshot(store: Store<K>) -> Self {
         let index = NamespaceIndex::default();
         index.apply(&watcher::Event::<K>::Init);
-        for object in store.state() {
-            index.apply(&watcher::Event::InitApply((*object).clone()));
+        for object in objects {
+            index.apply(&watcher::Event::InitApply(object.clone()));
+            writer.apply_watcher_event(&watcher::Event::Apply(object));
         }
         index.apply(&watcher::Event::<K>::InitDone);
         Self { store, index }

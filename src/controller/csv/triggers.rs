@@ -246,11 +246,11 @@ mod tests {
 
     #[test]
     fn a_source_secret_change_reaches_every_csv_of_every_catalog_that_lists_it() {
-        let csvs = Indexed::snapshot(store(vec![
+        let csvs = Indexed::of([
             csv("team-a", "op.v1", "olm/private"),
             csv("team-b", "op.v1", "olm/private"),
             csv("team-c", "op.v1", "olm/other"),
-        ]));
+        ]);
         let catalogs = store(vec![catalog(&["creds"])]);
         let key = ("olm".to_owned(), "creds".to_owned());
         assert_eq!(
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn catalog_events_trigger_only_when_secrets_or_the_selector_change() {
-        let csvs = Indexed::snapshot(store(vec![csv("team-a", "op.v1", "olm/private")]));
+        let csvs = Indexed::of([csv("team-a", "op.v1", "olm/private")]);
         let changes = Changes::new(csvs, catalog_fingerprint, super::catalog);
         let mut catalog = catalog(&["creds"]);
         assert_eq!(changes.map(&catalog).len(), 1, "first sight");
