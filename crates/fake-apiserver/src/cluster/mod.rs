@@ -2,6 +2,7 @@
 //! update, patch, apply, delete, deletecollection, watch) and the controllers that react to
 //! writes. Everything here runs under one lock and never awaits.
 
+mod apply;
 mod create;
 mod delete;
 mod meta;
