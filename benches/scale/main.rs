@@ -181,10 +181,10 @@ async fn run(
 
     // 1. Converge from scratch.
     eprintln!("N={n}: converging");
+    let reconciles_before = controller.reconciles().await;
     api.reset_counts();
     let cpu_start = Cpu::now(&parties);
     let registry_before = cluster.registry_requests();
-    let reconciles_before = controller.reconciles().await;
     let start = Instant::now();
     cluster.seed_catalog();
     for tenant in &tenants {

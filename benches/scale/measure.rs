@@ -9,7 +9,10 @@ use fake_apiserver::{FakeApiServer, LoggedRequest, Verb};
 use k8s_openapi::ByteString;
 use serde_json::Value;
 
+use opcat::metrics::controllers;
+
 use crate::cluster::{BENCH_AGENT, Cluster, SUBSCRIPTION};
+use crate::support;
 
 /// The controller's requests by verb and resource (`secrets`, `subscriptions/status`).
 #[derive(Clone, Debug, Default)]
@@ -250,18 +253,17 @@ pub fn watched_objects(cluster: &Cluster) -> BTreeMap<&'static str, usize> {
 /// Reconciles finished per controller (opcat's `opcat_reconcile_total`), to see how many times
 /// each object was looked at, not only what that cost.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Reconciles(pub BTreeMap<String, u64>);
+pub struct Reconciles(pub BTreeMap<&'static str, u64>);
 
 impl Reconciles {
-    /// The counters in an OpenMetrics text exposition.
+    /// The counter of every controller in opcat's `/metrics` text.
     pub fn parse(metrics: &str) -> Self {
-        let counts = metrics
-            .lines()
-            .filter_map(|line| {
-                let rest = line.strip_prefix("opcat_reconcile_total{controller=\"")?;
-                let (controller, rest) = rest.split_once('"')?;
-                let value = rest.rsplit(' ').next()?.parse::<u64>().ok()?;
-                Some((controller.to_owned(), value))
+        let counts = controllers::ALL
+            .iter()
+            .filter_map(|&controller| {
+                let series = format!("opcat_reconcile_total{{controller=\"{controller}\"}}");
+                let count = support::metric_value(metrics, &series)?;
+                Some((controller, count as u64))
             })
             .collect();
         Self(counts)
@@ -272,9 +274,9 @@ impl Reconciles {
         let counts = self
             .0
             .iter()
-            .map(|(controller, count)| {
+            .map(|(&controller, count)| {
                 let before = earlier.0.get(controller).copied().unwrap_or(0);
-                (controller.clone(), count.saturating_sub(before))
+                (controller, count.saturating_sub(before))
             })
             .collect();
         Self(counts)

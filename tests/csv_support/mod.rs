@@ -11,12 +11,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{LocalObjectReference, Namespace, Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use opcat::api::subscription::SubscriptionConfig;
 use opcat::api::{
@@ -487,11 +485,6 @@ impl Recorder {
             .expect("anchor Deployment");
             env.api.seed(&anchor).expect("seed anchor Deployment");
         }
-        let before = (
-            env.api.watcher_count::<Secret>(),
-            env.api.watcher_count::<ServiceAccount>(),
-            env.api.watcher_count::<Deployment>(),
-        );
         let recorder = Self::default();
         let rv = |meta: &ObjectMeta| {
             meta.resource_version
@@ -502,25 +495,16 @@ impl Recorder {
         macro_rules! record {
             ($kind:ty, $name:expr, $secrets:expr) => {{
                 let seen = recorder.seen.clone();
-                let api: Api<$kind> = Api::namespaced(env.client.clone(), namespace);
-                tokio::spawn(async move {
-                    let mut stream = watcher(api, watcher::Config::default()).boxed();
-                    while let Some(event) = stream.next().await {
-                        let objects = match event {
-                            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => vec![o],
-                            _ => continue,
-                        };
-                        for object in objects {
-                            let secrets: fn(&$kind) -> Vec<String> = $secrets;
-                            seen.lock().unwrap().push(Seen {
-                                kind: $name,
-                                name: object.name_any(),
-                                resource_version: rv(object.meta()),
-                                pull_secrets: secrets(&object),
-                            });
-                        }
-                    }
-                });
+                let secrets: fn(&$kind) -> Vec<String> = $secrets;
+                env.record_watch(namespace, move |object: $kind| {
+                    seen.lock().unwrap().push(Seen {
+                        kind: $name,
+                        name: object.name_any(),
+                        resource_version: rv(object.meta()),
+                        pull_secrets: secrets(&object),
+                    });
+                })
+                .await;
             }};
         }
         record!(Secret, "Secret", |_| Vec::new());
@@ -539,12 +523,6 @@ impl Recorder {
             .flatten()
             .map(|e| e.name.clone())
             .collect());
-        env.wait_until("recorder watches open", TIMEOUT, || {
-            env.api.watcher_count::<Secret>() > before.0
-                && env.api.watcher_count::<ServiceAccount>() > before.1
-                && env.api.watcher_count::<Deployment>() > before.2
-        })
-        .await;
         recorder
     }
 

@@ -4,10 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use kube::ResourceExt;
-use kube::api::Api;
-use kube::runtime::watcher;
 use opcat::api::ClusterServiceVersion;
 
 use super::{NAMESPACE, TIMEOUT};
@@ -21,20 +18,10 @@ pub struct CsvPhases {
 impl CsvPhases {
     /// Opens the watch and returns once the API server has registered it.
     pub async fn start(env: &Env) -> Self {
-        let before = env.api.watcher_count::<ClusterServiceVersion>();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
-        let api: Api<ClusterServiceVersion> = Api::namespaced(env.client.clone(), NAMESPACE);
-        tokio::spawn(async move {
-            let mut stream = watcher(api, watcher::Config::default()).boxed();
-            while let Some(event) = stream.next().await {
-                if let Ok(watcher::Event::Apply(csv) | watcher::Event::InitApply(csv)) = event {
-                    sink.lock().unwrap().push(csv);
-                }
-            }
-        });
-        env.wait_until("the CSV phase watch is open", TIMEOUT, || {
-            env.api.watcher_count::<ClusterServiceVersion>() > before
+        env.record_watch(NAMESPACE, move |csv: ClusterServiceVersion| {
+            sink.lock().unwrap().push(csv);
         })
         .await;
         Self { seen }
@@ -59,8 +46,8 @@ impl CsvPhases {
 
     /// `csv` as first observed.
     pub fn first_seen(&self, csv: &str) -> Option<ClusterServiceVersion> {
-        let position = self.first(csv, None)?;
-        self.seen.lock().unwrap().get(position).cloned()
+        let seen = self.seen.lock().unwrap();
+        seen.iter().find(|seen| seen.name_any() == csv).cloned()
     }
 
     /// Asserts `csv` was observed in `Succeeded` before `next` was first observed at all: the

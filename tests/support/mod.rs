@@ -12,10 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_apiserver::FakeApiServer;
+use futures::StreamExt;
 use k8s_openapi::ByteString;
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
+use kube::runtime::watcher;
 use kube::{Client, Resource};
 use opcat::controller::clock::SystemClock;
 use opcat::controller::context::{Context, Settings};
@@ -291,6 +294,36 @@ impl Env {
                 "{what}: still writing after 30 s:\n{counts}"
             );
         }
+    }
+
+    /// Opens a watch of `K` in `namespace` that hands every object it delivers (the initial
+    /// list, then each change) to `seen`, in order; returns once the API server has registered
+    /// the watch, so nothing written afterwards is missed.
+    pub async fn record_watch<K>(&self, namespace: &str, mut seen: impl FnMut(K) + Send + 'static)
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + 'static,
+    {
+        let before = self.api.watcher_count::<K>();
+        let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
+        tokio::spawn(async move {
+            let mut stream = watcher(api, watcher::Config::default()).boxed();
+            while let Some(event) = stream.next().await {
+                if let Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) = event
+                {
+                    seen(object);
+                }
+            }
+        });
+        let what = format!("the {} watch is open", K::kind(&()));
+        self.wait_until(&what, Duration::from_secs(90), || {
+            self.api.watcher_count::<K>() > before
+        })
+        .await;
     }
 
     /// Waits until `check` holds (polling every 50 ms).

@@ -35,8 +35,9 @@
 //! Triggers: Subscriptions; CatalogSources, when what resolution reads of them changed (uid,
 //! status present, digest, health, priority) or they were deleted: the Subscriptions naming
 //! them or in their namespace, and for the global catalog namespace every Subscription;
-//! InstallPlans (every Subscription they serve); CSVs (their Subscription). Shared watch streams carry no other deletions: waits
-//! requeue after `wait_requeue`, converged Subscriptions after `resync`.
+//! InstallPlans (every Subscription they serve); CSVs (their Subscription). Shared watch
+//! streams carry no other deletions: waits requeue after `wait_requeue`, converged
+//! Subscriptions after `resync`.
 
 mod catalog_health;
 mod created;

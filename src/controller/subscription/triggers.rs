@@ -44,28 +44,17 @@ impl CatalogTriggers {
         let namespace = catalog.namespace().unwrap_or_default();
         let name = catalog.name_any();
         let everyone = namespace == self.global;
-        let mut refs: Refs = self
-            .subscriptions
+        self.subscriptions
             .state()
             .iter()
             .filter(|sub| {
                 everyone
                     || (sub.spec.catalog_source_namespace == namespace
                         && sub.spec.catalog_source == name)
+                    || sub.namespace().as_deref() == Some(namespace.as_str())
             })
             .map(|sub| ObjectRef::from_obj(sub.as_ref()))
-            .collect();
-        if !everyone {
-            refs.extend(
-                self.subscriptions
-                    .in_namespace(&namespace)
-                    .iter()
-                    .map(|sub| ObjectRef::from_obj(sub.as_ref())),
-            );
-        }
-        refs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-        refs.dedup();
-        refs
+            .collect()
     }
 }
 
@@ -195,9 +184,12 @@ mod tests {
     }
 
     fn names(refs: Refs) -> Vec<String> {
-        refs.into_iter()
+        let mut names: Vec<String> = refs
+            .into_iter()
             .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
-            .collect()
+            .collect();
+        names.sort();
+        names
     }
 
     fn triggers() -> CatalogTriggers {
