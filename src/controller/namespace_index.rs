@@ -150,6 +150,17 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Indexed<K> {
     }
 }
 
+/// `namespace/name` of each reference, sorted (tests compare what a trigger maps to).
+#[cfg(test)]
+pub fn sorted_names<K: Resource<DynamicType = ()>>(refs: Vec<ObjectRef<K>>) -> Vec<String> {
+    let mut names: Vec<String> = refs
+        .into_iter()
+        .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
+        .collect();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;

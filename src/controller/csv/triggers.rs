@@ -205,6 +205,7 @@ mod tests {
     use crate::controller::deployment_rollout::DeploymentRollout;
 
     use super::*;
+    use crate::controller::namespace_index::sorted_names as names;
 
     fn store<K>(objects: Vec<K>) -> Store<K>
     where
@@ -233,15 +234,6 @@ mod tests {
         catalog.metadata.namespace = Some("olm".to_owned());
         catalog.spec.secrets = Some(secrets.iter().map(|s| (*s).to_owned()).collect());
         catalog
-    }
-
-    fn names(refs: Refs) -> Vec<String> {
-        let mut names: Vec<String> = refs
-            .into_iter()
-            .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
-            .collect();
-        names.sort();
-        names
     }
 
     #[test]

@@ -149,6 +149,7 @@ mod tests {
     use crate::api::catalog_source::{CatalogSourceStatus, GrpcConnectionState};
     use crate::api::catalog_source_status::{STATE_READY, STATE_TRANSIENT_FAILURE};
     use crate::api::{CatalogSourceSpec, SubscriptionSpec};
+    use crate::controller::namespace_index::sorted_names as names;
 
     fn subscription(namespace: &str, name: &str, catalog: (&str, &str)) -> StoredSubscription {
         let mut subscription = Subscription::new(
@@ -181,15 +182,6 @@ mod tests {
             ..CatalogSourceStatus::default()
         });
         catalog
-    }
-
-    fn names(refs: Refs) -> Vec<String> {
-        let mut names: Vec<String> = refs
-            .into_iter()
-            .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
-            .collect();
-        names.sort();
-        names
     }
 
     fn triggers() -> CatalogTriggers {
