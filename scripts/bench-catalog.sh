@@ -2,7 +2,7 @@
 # Benchmark: `opcat catalog validate` on two large real catalogs against a parse-only baseline
 # (PyYAML with the libyaml C loader), in one hyperfine run, plus peak RSS.
 #
-# Targets (README "Performance"): opcat wall time <= 0.2x the baseline's on each catalog
+# Targets (docs/performance.md): opcat wall time <= 0.2x the baseline's on each catalog
 # (stretch 0.1x), peak RSS <= 2x the catalog's size on disk.
 #
 # Usage: scripts/bench-catalog.sh            (data from $OPCAT_SHARED_DATA, default ../shared/data)

@@ -1,6 +1,6 @@
 //! opcat: an operator catalog controller for Kubernetes.
 //!
-//! The crate is split by responsibility (see `README.md`, "Development"):
+//! The crate is split by responsibility (see `docs/development.md`):
 //! pure modules (`fbc`, `graph`, `resolve`, `dependency`, `semver_range`, `bundle`,
 //! `certificates`, `pull_secrets`) never talk to a cluster or a registry; `registry` talks only
 //! to OCI registries; `controller` is the only code that talks to the Kubernetes API.

@@ -3,7 +3,7 @@
 //! opcat's own code for an install mode its CSV supports: how many render and pass the install
 //! checks, with and without the bundles that declare dependencies, and why the others are
 //! refused. `cargo test --test third_party_certified_bundles -- --nocapture` prints the table
-//! the README quotes; the numbers are pinned so they cannot drift unnoticed.
+//! docs/olm-compatibility.md quotes; the numbers are pinned so they cannot drift unnoticed.
 //!
 //! And one real webhook bundle of that catalog, `hulft.v10.6.0` (a validating, a mutating and a
 //! conversion webhook, kubebuilder's certificate volume), goes all the way: pushed to the test
