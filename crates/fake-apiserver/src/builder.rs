@@ -1,5 +1,6 @@
 //! Options of the in-memory API server: which simulated controllers run, the watch cache window,
-//! bookmarks, default namespaces.
+//! bookmarks, default namespaces, user tokens. Every server starts with kube-apiserver's
+//! default RBAC objects ([`crate::auth::bootstrap`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +17,7 @@ pub struct Builder {
     history_limit: usize,
     bookmark_interval: Duration,
     default_namespaces: bool,
+    user_tokens: Vec<(String, String, Vec<String>)>,
 }
 
 impl Default for Builder {
@@ -25,6 +27,7 @@ impl Default for Builder {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(1),
             default_namespaces: true,
+            user_tokens: Vec::new(),
         }
     }
 }
@@ -63,6 +66,14 @@ impl Builder {
         self
     }
 
+    /// ClusterRole aggregation (kube-controller-manager's `clusterrole-aggregation`): a
+    /// ClusterRole with an `aggregationRule` gets the rules of the ClusterRoles it selects.
+    /// On by default.
+    pub fn clusterrole_aggregation(mut self, on: bool) -> Self {
+        self.controllers.clusterrole_aggregation = on;
+        self
+    }
+
     /// Garbage collection of owner references. On by default.
     pub fn garbage_collector(mut self, on: bool) -> Self {
         self.controllers.garbage_collector = on;
@@ -88,16 +99,45 @@ impl Builder {
         self
     }
 
+    /// Registers a bearer token for the user `username` in `groups` (plus
+    /// `system:authenticated`), like a line of kube-apiserver's `--token-auth-file`. Requests
+    /// with `Authorization: Bearer <token>` are that user (see
+    /// [`FakeApiServer::client_with_token`]); RBAC decides what they may do.
+    pub fn user_token(mut self, token: &str, username: &str, groups: &[&str]) -> Self {
+        self.user_tokens.push((
+            token.to_string(),
+            username.to_string(),
+            groups.iter().map(|g| (*g).to_string()).collect(),
+        ));
+        self
+    }
+
     /// Builds the server.
     pub fn build(self) -> FakeApiServer {
         let mut cluster = Cluster::new(self.history_limit, self.controllers);
+        let mut defaults = Vec::new();
         if self.default_namespaces {
             for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-                let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                if let Err(e) = seed_into(&mut cluster, obj) {
-                    tracing::error!(namespace = ns, error = %e, "creating a default namespace failed");
-                }
+                defaults.push(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
             }
+        }
+        defaults.extend(crate::auth::bootstrap::cluster_objects());
+        if self.default_namespaces {
+            defaults.extend(crate::auth::bootstrap::kube_system_objects());
+        }
+        for obj in defaults {
+            let kind = obj["kind"].as_str().unwrap_or_default().to_string();
+            let name = obj["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if let Err(e) = seed_into(&mut cluster, obj) {
+                tracing::error!(kind, name, error = %e, "creating a default object failed");
+            }
+        }
+        let tokens = crate::auth::tokens::Tokens::default();
+        for (token, user, groups) in &self.user_tokens {
+            tokens.add_user(token, user, groups);
         }
         FakeApiServer {
             shared: Arc::new(Shared {
@@ -105,6 +145,7 @@ impl Builder {
                 control: Mutex::new(Control::default()),
                 bookmark_interval: self.bookmark_interval,
                 watch_lags: std::sync::RwLock::default(),
+                tokens,
             }),
         }
     }

@@ -10,6 +10,11 @@ use crate::resources::{Registry, ResourceInfo};
 pub(crate) const AGGREGATED_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
+/// The verbs of a resource: every verb, or only `create` for the review kinds.
+fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
+    if r.create_only { &["create"] } else { VERBS }
+}
+
 const VERBS: &[&str] = &[
     "create",
     "delete",
@@ -82,7 +87,7 @@ pub(crate) fn resources(registry: &Registry, group: &str, version: &str) -> Opti
             "singularName": r.singular,
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": VERBS,
+            "verbs": verbs(r),
         });
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
@@ -138,7 +143,7 @@ fn aggregated_group(registry: &Registry, name: &str, versions: &[String]) -> Val
                         "responseKind": kind,
                         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
                         "singularResource": r.singular,
-                        "verbs": VERBS,
+                        "verbs": verbs(r),
                     });
                     if !r.short_names.is_empty() {
                         entry["shortNames"] = json!(r.short_names);

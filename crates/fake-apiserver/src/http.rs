@@ -22,6 +22,7 @@ pub struct HttpHandle {
     pub addr: SocketAddr,
     kubeconfig_path: PathBuf,
     kubeconfig: String,
+    token_files: std::sync::atomic::AtomicUsize,
     _dir: tempfile::TempDir,
     task: tokio::task::JoinHandle<()>,
 }
@@ -41,6 +42,23 @@ impl HttpHandle {
     pub fn kubeconfig_yaml(&self) -> &str {
         &self.kubeconfig
     }
+
+    /// Writes a kubeconfig whose user presents `Authorization: Bearer <token>` (a user token
+    /// or [`FakeApiServer::service_account_token`]), for a process that should act as that
+    /// identity; returns its path (removed with the handle).
+    pub fn kubeconfig_with_token(&self, token: &str) -> Result<PathBuf, Error> {
+        let n = self
+            .token_files
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = self._dir.path().join(format!("kubeconfig-token-{n}"));
+        std::fs::write(&path, kubeconfig(self.addr, Some(token))).map_err(|source| {
+            Error::Kubeconfig {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        Ok(path)
+    }
 }
 
 impl Drop for HttpHandle {
@@ -49,7 +67,12 @@ impl Drop for HttpHandle {
     }
 }
 
-fn kubeconfig(addr: SocketAddr) -> String {
+fn kubeconfig(addr: SocketAddr, token: Option<&str>) -> String {
+    // A JSON string is a YAML scalar: no token text can break the document.
+    let user = token.map_or_else(
+        || "{}".to_string(),
+        |t| format!("{{token: {}}}", serde_json::Value::from(t)),
+    );
     format!(
         "apiVersion: v1
 kind: Config
@@ -66,7 +89,7 @@ contexts:
 current-context: fake
 users:
 - name: fake
-  user: {{}}
+  user: {user}
 "
     )
 }
@@ -80,7 +103,7 @@ impl FakeApiServer {
         let addr = listener.local_addr().map_err(Error::Http)?;
         let dir = tempfile::tempdir().map_err(Error::Http)?;
         let path = dir.path().join("kubeconfig");
-        let yaml = kubeconfig(addr);
+        let yaml = kubeconfig(addr, None);
         std::fs::write(&path, &yaml).map_err(|source| Error::Kubeconfig {
             path: path.clone(),
             source,
@@ -128,6 +151,7 @@ impl FakeApiServer {
             addr,
             kubeconfig_path: path,
             kubeconfig: yaml,
+            token_files: std::sync::atomic::AtomicUsize::new(0),
             _dir: dir,
             task,
         })

@@ -41,6 +41,26 @@
 //!
 //! # What it emulates
 //!
+//! * **Authentication** (module `auth`): `Authorization: Bearer <token>`
+//!   from a token table — users ([`Builder::user_token`]) and ServiceAccounts
+//!   ([`FakeApiServer::service_account_token`], dead once their ServiceAccount is gone); an
+//!   unknown token is 401. A request without credentials is `system:admin`
+//!   (`system:masters`), so clients from [`FakeApiServer::client`] may do anything.
+//!   [`FakeApiServer::client_with_token`] and [`HttpHandle::kubeconfig_with_token`] act as a
+//!   token's user (`endpoints/filters/authentication.go`, `request/bearertoken`).
+//! * **Authorization**: every request, discovery and non-resource URLs included, is
+//!   authorized with Kubernetes' RBAC over the stored Roles, ClusterRoles and bindings
+//!   (`plugin/pkg/auth/authorizer/rbac/rbac.go`, `pkg/registry/rbac/validation/rule.go`), on
+//!   the attributes `RequestInfoFactory` derives from the URL (`endpoints/request/requestinfo.go`);
+//!   `system:masters` is allowed before any rule is read; a denial is 403 worded as
+//!   `responsewriters.Forbidden` words it.
+//! * **Reviews**: SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectAccessReview,
+//!   SelfSubjectRulesReview (`authorization.k8s.io/v1`), TokenReview and SelfSubjectReview
+//!   (`authentication.k8s.io/v1`), answered by the same authorizer and token table.
+//! * **Default RBAC** (`bootstrappolicy/policy.go`): ClusterRoles `cluster-admin`, `admin`,
+//!   `edit`, `view` (aggregated), `system:aggregate-to-{admin,edit,view}`, `system:discovery`,
+//!   `system:basic-user`, `system:public-info-viewer`, `system:auth-delegator`, their
+//!   bindings, and Role `kube-system/extension-apiserver-authentication-reader`.
 //! * **Resources**: Namespace, Secret, ServiceAccount, ConfigMap, Service, Event (core and
 //!   `events.k8s.io`), Deployment, Role, RoleBinding, ClusterRole, ClusterRoleBinding, Lease,
 //!   CustomResourceDefinition (with `spec.conversion` defaulted and validated),
@@ -89,6 +109,7 @@
 //! | Deployment | [`Builder::deployment_mode`] | status `observedGeneration`, replica counts, `Available`/`Progressing`; at once, or held unavailable until [`FakeApiServer::release_deployment`] |
 //! | CRD | [`Builder::crd_controller`] | `NamesAccepted`/`Established`, the `customresourcecleanup` finalizer, instances deleted with the CRD |
 //! | APIService availability | [`Builder::apiservice_controller`] | `Available` of a remote APIService: `ServiceNotFound`, `ServicePortError`, `EndpointsNotFound` (Service without selector), `MissingEndpoints` (no ready Deployment matches the selector), else `Passed`; local ones are `Available` (`Local`) from create on |
+//! | ClusterRole aggregation | [`Builder::clusterrole_aggregation`] | a ClusterRole with an `aggregationRule` gets the rules of the ClusterRoles its selectors match, applied as `clusterrole-aggregation-controller` (`pkg/controller/clusterroleaggregation`) |
 //! | garbage collector | [`Builder::garbage_collector`] | background deletion of dependents whose owners are all gone (cross-namespace owners count as absent), dangling references removed when another owner remains, `foregroundDeletion` and `orphan` |
 //!
 //! Controllers run synchronously right after each write (their writes are not counted as
@@ -119,9 +140,13 @@
 //!
 //! # Other differences from a real API server
 //!
-//! * No authentication, authorization (RBAC) or admission webhooks: every request is allowed.
-//!   Webhook configurations, APIServices and conversion webhooks are stored and validated but
-//!   never called; the aggregator's discovery check of an APIService backend is not made.
+//! * Admission webhooks and conversion webhooks are stored and validated but never called;
+//!   APIServices are stored and their availability computed, the aggregator's discovery check
+//!   of an APIService backend is not made.
+//! * Authentication knows bearer tokens only (no client certificates, OIDC, impersonation or
+//!   anonymous requests); RBAC's escalation checks on Role and binding writes (`escalate`,
+//!   `bind`) are not made; only the RBAC and privileged-group authorizers run (no Node
+//!   authorizer, no webhook authorizer).
 //! * Webhook `matchConditions` expressions are not compiled as CEL; updates of webhook
 //!   configurations are held to the create rules (upstream relaxes them only for objects
 //!   stored before a rule existed).
@@ -137,6 +162,7 @@
 //! * Foreground deletion waits only for dependents with `blockOwnerDeletion: true`, as
 //!   upstream; the final namespace `finalize` and removal appear as one DELETED event.
 
+mod auth;
 mod builder;
 mod cluster;
 mod control;

@@ -121,6 +121,49 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions` with `In`, `NotIn`,
+    /// `Exists`, `DoesNotExist`), as `metav1.LabelSelectorAsSelector` converts it; `{}`
+    /// matches everything.
+    pub(crate) fn from_json(selector: &Value) -> Result<Self, String> {
+        let mut requirements = Vec::new();
+        let labels = selector.get("matchLabels").and_then(Value::as_object);
+        for (k, v) in labels.into_iter().flatten() {
+            requirements.push(Requirement::Equals(
+                k.clone(),
+                v.as_str().unwrap_or_default().to_string(),
+            ));
+        }
+        let expressions = selector.get("matchExpressions").and_then(Value::as_array);
+        for e in expressions.into_iter().flatten() {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+            let values: Vec<String> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            let op = e
+                .get("operator")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            requirements.push(match op {
+                "In" | "NotIn" if values.is_empty() => {
+                    return Err(format!(
+                        "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty (key {key:?})"
+                    ));
+                }
+                "In" => Requirement::In(key.to_string(), values),
+                "NotIn" => Requirement::NotIn(key.to_string(), values),
+                "Exists" => Requirement::Exists(key.to_string()),
+                "DoesNotExist" => Requirement::NotExists(key.to_string()),
+                other => return Err(format!("{other:?} is not a valid label selector operator")),
+            });
+        }
+        Ok(Self { requirements })
+    }
+
     /// True when `obj`'s labels satisfy every requirement.
     pub(crate) fn matches(&self, obj: &Value) -> bool {
         let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);

@@ -66,6 +66,8 @@ pub(crate) struct Shared {
     pub(crate) bookmark_interval: Duration,
     /// Watch lag by resource plural ([`FakeApiServer::set_watch_lag`]).
     pub(crate) watch_lags: std::sync::RwLock<std::collections::HashMap<String, Duration>>,
+    /// Bearer tokens and who they authenticate.
+    pub(crate) tokens: crate::auth::tokens::Tokens,
 }
 
 impl Shared {
@@ -171,6 +173,7 @@ impl FakeApiServer {
             FakeService {
                 shared: self.shared.clone(),
                 agent: None,
+                authorization: None,
             },
             "default",
         )
@@ -190,6 +193,7 @@ impl FakeApiServer {
             FakeService {
                 shared: self.shared.clone(),
                 agent: Some(agent),
+                authorization: None,
             },
             "default",
         )

@@ -14,6 +14,7 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::auth;
 use crate::cluster::update::PatchType;
 use crate::cluster::{DeleteOptions, ListParams, Target, WatchParams, WriteParams};
 use crate::control::{CollectionRead, Origin, RequestKey, Verb};
@@ -78,7 +79,16 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
         .map(str::to_string);
     let query = route::query_pairs(parts.uri.query());
     match route::parse(parts.uri.path()) {
-        None => error_response(&ApiError::no_route()),
+        None => match auth::guard(
+            &shared,
+            &parts.method,
+            &parts.headers,
+            parts.uri.path(),
+            &query,
+        ) {
+            Ok(_) => error_response(&ApiError::no_route()),
+            Err(e) => error_response(&e),
+        },
         Some(Route::Discovery(d)) => {
             let key = RequestKey {
                 verb: Verb::Get,
@@ -93,6 +103,15 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
             };
             if let Some(code) = shared.control().admit(&key, origin) {
                 return error_response(&ApiError::injected(code, "injected failure"));
+            }
+            if let Err(e) = auth::guard(
+                &shared,
+                &parts.method,
+                &parts.headers,
+                parts.uri.path(),
+                &query,
+            ) {
+                return error_response(&e);
             }
             let aggregated = parts
                 .headers
@@ -116,6 +135,8 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Bytes>) -> Response
                 .to_string();
             let req = ResourceRequest {
                 method: parts.method,
+                raw_path: parts.uri.path().to_string(),
+                headers: parts.headers,
                 path: rp,
                 query,
                 agent,
@@ -170,6 +191,8 @@ fn discovery_response(shared: &Shared, d: &Discovery, aggregated: bool) -> Respo
 
 struct ResourceRequest {
     method: Method,
+    raw_path: String,
+    headers: http::HeaderMap,
     path: ResourcePath,
     query: Vec<(String, String)>,
     agent: Option<String>,
@@ -206,6 +229,7 @@ fn resource_request(
     if let Some(code) = shared.control().admit(&key, origin) {
         return Err(ApiError::injected(code, "injected failure"));
     }
+    let user = auth::guard(shared, &req.method, &req.headers, &req.raw_path, &req.query)?;
     if let (Some(agent), Some(verb @ (Verb::List | Verb::Watch))) = (req.agent.as_deref(), verb) {
         let param = |name: &str| {
             req.query
@@ -254,6 +278,24 @@ fn resource_request(
     };
     if !subresource_ok || !scope_ok {
         return Err(ApiError::no_route());
+    }
+    if info.create_only {
+        if verb != Verb::Create {
+            return Err(ApiError::method_not_allowed(
+                req.method.as_str(),
+                info.group_resource(),
+            ));
+        }
+        let review = auth::reviews::Review {
+            tokens: &shared.tokens,
+            cluster: &cluster,
+            requester: &user,
+            group: &info.group,
+            plural: &info.plural,
+            kind: &info.kind,
+            namespace: &rp.namespace,
+        };
+        return Ok(json_response(201, &review.answer(&req.body)?));
     }
     let t = Target {
         info,
@@ -337,6 +379,8 @@ pub(crate) struct FakeService {
     pub(crate) shared: Arc<Shared>,
     /// Tags every request (see [`AGENT_HEADER`]).
     pub(crate) agent: Option<HeaderValue>,
+    /// `Authorization` sent with every request ([`crate::FakeApiServer::client_with_token`]).
+    pub(crate) authorization: Option<HeaderValue>,
 }
 
 impl tower::Service<Request<kube::client::Body>> for FakeService {
@@ -351,10 +395,14 @@ impl tower::Service<Request<kube::client::Body>> for FakeService {
     fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
         let shared = self.shared.clone();
         let agent = self.agent.clone();
+        let authorization = self.authorization.clone();
         Box::pin(async move {
             let (mut parts, body) = req.into_parts();
             if let Some(agent) = agent {
                 parts.headers.insert(AGENT_HEADER, agent);
+            }
+            if let Some(authorization) = authorization {
+                parts.headers.insert(header::AUTHORIZATION, authorization);
             }
             let bytes = match body.collect().await {
                 Ok(collected) => collected.to_bytes(),

@@ -176,16 +176,26 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
-    /// 403 Forbidden for `verb` on `resource "name"`.
+    /// 403 Forbidden (`errors.NewForbidden`): `secrets "x" is forbidden: <why>`, without the
+    /// name when there is none, `forbidden: <why>` without a resource either.
     pub(crate) fn forbidden(gr: GroupResource<'_>, name: &str, why: &str) -> Self {
+        let message = match (
+            gr.resource.is_empty() && gr.group.is_empty(),
+            name.is_empty(),
+        ) {
+            (true, _) => format!("forbidden: {why}"),
+            (false, true) => format!("{} is forbidden: {why}", gr.qualified()),
+            (false, false) => format!("{} \"{name}\" is forbidden: {why}", gr.qualified()),
+        };
         Self {
             details: Some(Box::new(gr.details(name))),
-            ..Self::new(
-                403,
-                "Forbidden",
-                format!("{} \"{name}\" is forbidden: {why}", gr.qualified()),
-            )
+            ..Self::new(403, "Forbidden", message)
         }
+    }
+
+    /// 401 for a request whose credentials authenticate nobody (`filters.Unauthorized`).
+    pub(crate) fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
     }
 
     /// 403 from namespace lifecycle admission for content created in a terminating namespace.

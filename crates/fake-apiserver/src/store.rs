@@ -209,6 +209,21 @@ impl Store {
         })
     }
 
+    /// Objects of `key` in `ns` ("" for cluster-scoped ones), in name order, borrowed: the
+    /// authorizer reads bindings on every request and copies nothing.
+    pub(crate) fn in_namespace<'a>(
+        &'a self,
+        key: &ResourceKey,
+        ns: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<Value>> + use<'a> {
+        self.buckets.get(key).into_iter().flat_map(move |b| {
+            b.objects
+                .range::<(String, String), _>((ns.to_string(), String::new())..)
+                .take_while(move |((n, _), _)| n == ns)
+                .map(|(_, v)| v)
+        })
+    }
+
     /// Where every object of `key` lives.
     pub(crate) fn refs(&self, key: &ResourceKey) -> Vec<ObjRef> {
         self.buckets.get(key).map_or_else(Vec::new, |b| {

@@ -99,6 +99,8 @@ pub(crate) struct Cluster {
     pub(crate) work: VecDeque<Work>,
     /// Set while the work queue is being drained (controller writes do not recurse).
     pub(crate) in_controllers: bool,
+    /// State of the ClusterRole aggregation controller.
+    pub(crate) aggregation: crate::controllers::clusterrole_aggregation::Aggregation,
 }
 
 /// `obj` as served at `version`: `apiVersion` and `kind` set.
@@ -174,6 +176,7 @@ impl Cluster {
             released: HashSet::new(),
             work: VecDeque::new(),
             in_controllers: false,
+            aggregation: Default::default(),
         }
     }
 

@@ -1,10 +1,11 @@
 //! Emulated cluster controllers, each switchable: namespace lifecycle, the ServiceAccount
 //! controller, a minimal Deployment controller, CRD establishment and cleanup, APIService
-//! availability, and the garbage collector. They run synchronously after each write, from a work queue, until
+//! availability, ClusterRole aggregation, and the garbage collector. They run synchronously after each write, from a work queue, until
 //! nothing is left to do — so a test observes their effects as soon as the write returns
 //! (as watch events and `resourceVersion` bumps, like the real asynchronous controllers).
 
 pub(crate) mod apiservice;
+pub(crate) mod clusterrole_aggregation;
 pub(crate) mod crd;
 pub(crate) mod deployment;
 pub(crate) mod gc;
@@ -27,6 +28,7 @@ pub(crate) struct ControllerConfig {
     pub(crate) crds: bool,
     pub(crate) garbage_collector: bool,
     pub(crate) api_services: bool,
+    pub(crate) clusterrole_aggregation: bool,
 }
 
 impl Default for ControllerConfig {
@@ -38,6 +40,7 @@ impl Default for ControllerConfig {
             crds: true,
             garbage_collector: true,
             api_services: true,
+            clusterrole_aggregation: true,
         }
     }
 }
@@ -101,6 +104,11 @@ impl Cluster {
             }
             self.apiservices_backed_in(r);
         }
+        if self.controllers.clusterrole_aggregation
+            && is_kind(&r.key, "rbac.authorization.k8s.io", "clusterroles")
+        {
+            self.clusterrole_changed(&r.name, Some(&obj));
+        }
         if self.controllers.garbage_collector {
             self.gc_written(r, &obj);
         }
@@ -116,6 +124,11 @@ impl Cluster {
         self.crd_content_removed(r);
         if self.controllers.api_services {
             self.apiservices_backed_in(r);
+        }
+        if self.controllers.clusterrole_aggregation
+            && is_kind(&r.key, "rbac.authorization.k8s.io", "clusterroles")
+        {
+            self.clusterrole_changed(&r.name, None);
         }
     }
 

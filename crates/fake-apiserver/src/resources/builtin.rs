@@ -23,6 +23,7 @@ pub(super) struct Spec {
     pub(super) tracks_generation: bool,
     pub(super) extra_field_labels: &'static [&'static str],
     pub(super) schema: fn() -> Schema,
+    pub(super) create_only: bool,
 }
 
 /// A kind with no status, generation, categories or extra field labels, and the base schema.
@@ -46,6 +47,7 @@ pub(super) fn plain(
         tracks_generation: false,
         extra_field_labels: &[],
         schema: base,
+        create_only: false,
     }
 }
 
@@ -310,6 +312,14 @@ fn specs() -> Vec<Spec> {
         },
     ];
     specs.extend(super::registration::specs());
+    specs.extend(
+        crate::auth::reviews::KINDS
+            .iter()
+            .map(|&(group, plural, kind, namespaced)| Spec {
+                create_only: true,
+                ..plain(group, "v1", kind, plural, &[], namespaced)
+            }),
+    );
     specs
 }
 
@@ -333,6 +343,7 @@ pub(crate) fn all() -> Vec<ResourceInfo> {
                 tracks_generation: s.tracks_generation,
                 builtin: true,
                 field_labels,
+                create_only: s.create_only,
                 schema: Arc::new((s.schema)()),
             }
         })

@@ -150,6 +150,7 @@ pub(crate) fn resource_from_crd(crd: &Value) -> Result<ResourceInfo, Vec<Cause>>
         tracks_generation: true,
         builtin: false,
         field_labels: vec!["metadata.name", "metadata.namespace"],
+        create_only: false,
         schema: Arc::new(schema),
     })
 }

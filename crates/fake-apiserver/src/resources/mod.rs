@@ -40,6 +40,9 @@ pub(crate) struct ResourceInfo {
     pub(crate) builtin: bool,
     /// Field labels accepted in `fieldSelector`.
     pub(crate) field_labels: Vec<&'static str>,
+    /// Only `create` is served and nothing is stored: the review kinds of
+    /// `authorization.k8s.io` and `authentication.k8s.io` ([`crate::auth::reviews`]).
+    pub(crate) create_only: bool,
     pub(crate) schema: Arc<Schema>,
 }
 

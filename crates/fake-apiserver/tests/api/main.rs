@@ -9,6 +9,7 @@
 mod admission;
 mod apiservice;
 mod apply;
+mod authn;
 mod common;
 mod controllers;
 mod crd_conversion;
@@ -18,7 +19,10 @@ mod finalizers;
 mod gc;
 mod metadata;
 mod patches;
+mod rbac;
 mod resources;
+mod reviews;
+mod role_aggregation;
 mod runtime_controller;
 mod scale;
 mod serving;
