@@ -1,6 +1,7 @@
 //! Options of the in-memory API server: which simulated controllers run, the watch cache window,
-//! bookmarks, default namespaces, user tokens. Every server starts with kube-apiserver's
-//! default RBAC objects ([`crate::auth::bootstrap`]).
+//! bookmarks, default namespaces, user tokens, the APIService probe interval. Every server
+//! starts with kube-apiserver's default RBAC objects and, with the default namespaces, the
+//! front-proxy ConfigMap `kube-system/extension-apiserver-authentication`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,6 +19,7 @@ pub struct Builder {
     bookmark_interval: Duration,
     default_namespaces: bool,
     user_tokens: Vec<(String, String, Vec<String>)>,
+    probe_interval: Duration,
 }
 
 impl Default for Builder {
@@ -28,6 +30,7 @@ impl Default for Builder {
             bookmark_interval: Duration::from_secs(1),
             default_namespaces: true,
             user_tokens: Vec::new(),
+            probe_interval: Duration::from_secs(1),
         }
     }
 }
@@ -71,6 +74,14 @@ impl Builder {
     /// On by default.
     pub fn clusterrole_aggregation(mut self, on: bool) -> Self {
         self.controllers.clusterrole_aggregation = on;
+        self
+    }
+
+    /// How often the availability check of APIServices whose Service has an endpoint
+    /// ([`FakeApiServer::set_service_endpoint`]) runs again (kube-aggregator re-syncs every
+    /// 30 s and retries failures sooner). 1 s by default.
+    pub fn apiservice_probe_interval(mut self, every: Duration) -> Self {
+        self.probe_interval = every;
         self
     }
 
@@ -121,9 +132,14 @@ impl Builder {
                 defaults.push(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
             }
         }
+        let pki = crate::aggregator::Pki::generate().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "making the front-proxy certificates failed");
+            crate::aggregator::Pki::default()
+        });
         defaults.extend(crate::auth::bootstrap::cluster_objects());
         if self.default_namespaces {
             defaults.extend(crate::auth::bootstrap::kube_system_objects());
+            defaults.push(pki.config_map());
         }
         for obj in defaults {
             let kind = obj["kind"].as_str().unwrap_or_default().to_string();
@@ -146,6 +162,11 @@ impl Builder {
                 bookmark_interval: self.bookmark_interval,
                 watch_lags: std::sync::RwLock::default(),
                 tokens,
+                aggregation: crate::aggregator::Layer {
+                    pki,
+                    probe_interval: self.probe_interval,
+                    prober_started: std::sync::atomic::AtomicBool::new(false),
+                },
             }),
         }
     }

@@ -57,6 +57,17 @@
 //! * **Reviews**: SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectAccessReview,
 //!   SelfSubjectRulesReview (`authorization.k8s.io/v1`), TokenReview and SelfSubjectReview
 //!   (`authentication.k8s.io/v1`), answered by the same authorizer and token table.
+//! * **API aggregation** (module `aggregator`, kube-aggregator's `handler_proxy.go`): an
+//!   APIService with `spec.service` is served by proxying `/apis/<group>/<version>/...` to the
+//!   endpoint [`FakeApiServer::set_service_endpoint`] gives its Service — after the caller is
+//!   authenticated and authorized — over TLS verifying `caBundle` for
+//!   `<service>.<namespace>.svc`, with the front-proxy client certificate
+//!   ([`FakeApiServer::front_proxy`]) and `X-Remote-User`/`-Group`/`-Extra-*`; 503 when it is
+//!   unavailable or unreachable. Its availability comes from a real discovery request
+//!   (`remote_available_controller.go`), repeated every
+//!   [`Builder::apiservice_probe_interval`]; discovery and `/openapi/v2`, `/openapi/v3` include
+//!   the backends'. The front-proxy settings are published in
+//!   `kube-system/extension-apiserver-authentication`.
 //! * **Default RBAC** (`bootstrappolicy/policy.go`): ClusterRoles `cluster-admin`, `admin`,
 //!   `edit`, `view` (aggregated), `system:aggregate-to-{admin,edit,view}`, `system:discovery`,
 //!   `system:basic-user`, `system:public-info-viewer`, `system:auth-delegator`, their
@@ -108,7 +119,7 @@
 //! | ServiceAccount | [`Builder::service_account_controller`] | a `default` ServiceAccount in every active namespace |
 //! | Deployment | [`Builder::deployment_mode`] | status `observedGeneration`, replica counts, `Available`/`Progressing`; at once, or held unavailable until [`FakeApiServer::release_deployment`] |
 //! | CRD | [`Builder::crd_controller`] | `NamesAccepted`/`Established`, the `customresourcecleanup` finalizer, instances deleted with the CRD |
-//! | APIService availability | [`Builder::apiservice_controller`] | `Available` of a remote APIService: `ServiceNotFound`, `ServicePortError`, `EndpointsNotFound` (Service without selector), `MissingEndpoints` (no ready Deployment matches the selector), else `Passed`; local ones are `Available` (`Local`) from create on |
+//! | APIService availability | [`Builder::apiservice_controller`] | `Available` of a remote APIService: `ServiceNotFound`, `ServicePortError`, `EndpointsNotFound` (Service without selector), `MissingEndpoints` (no ready Deployment matches the selector); with an endpoint set, `FailedDiscoveryCheck` or `Passed` from a real `GET /apis/<group>/<version>` on the backend, else `Passed`; local ones are `Available` (`Local`) from create on |
 //! | ClusterRole aggregation | [`Builder::clusterrole_aggregation`] | a ClusterRole with an `aggregationRule` gets the rules of the ClusterRoles its selectors match, applied as `clusterrole-aggregation-controller` (`pkg/controller/clusterroleaggregation`) |
 //! | garbage collector | [`Builder::garbage_collector`] | background deletion of dependents whose owners are all gone (cross-namespace owners count as absent), dangling references removed when another owner remains, `foregroundDeletion` and `orphan` |
 //!
@@ -140,9 +151,12 @@
 //!
 //! # Other differences from a real API server
 //!
-//! * Admission webhooks and conversion webhooks are stored and validated but never called;
-//!   APIServices are stored and their availability computed, the aggregator's discovery check
-//!   of an APIService backend is not made.
+//! * Admission webhooks and conversion webhooks are stored and validated but never called.
+//! * An APIService whose Service has no endpoint ([`FakeApiServer::set_service_endpoint`])
+//!   is judged by the emulated Service and Deployment checks alone, without a discovery
+//!   request; the aggregator serves no OpenAPI for local resources and fetches the backends'
+//!   documents on every request; its 503 bodies are `Status` objects (see module
+//!   `aggregator`).
 //! * Authentication knows bearer tokens only (no client certificates, OIDC, impersonation or
 //!   anonymous requests); RBAC's escalation checks on Role and binding writes (`escalate`,
 //!   `bind`) are not made; only the RBAC and privileged-group authorizers run (no Node
@@ -162,6 +176,7 @@
 //! * Foreground deletion waits only for dependents with `blockOwnerDeletion: true`, as
 //!   upstream; the final namespace `finalize` and removal appear as one DELETED event.
 
+mod aggregator;
 mod auth;
 mod builder;
 mod cluster;
@@ -185,6 +200,7 @@ mod store;
 mod validation;
 mod watch;
 
+pub use crate::aggregator::FrontProxy;
 pub use crate::builder::Builder;
 pub use crate::cluster::DeploymentMode;
 pub use crate::control::{CollectionRead, Fault, LoggedRequest, RequestCounts, RequestKey, Verb};

@@ -10,9 +10,14 @@ pub(crate) enum Discovery {
     CoreVersions,
     Groups,
     Group(String),
-    Resources { group: String, version: String },
+    Resources {
+        group: String,
+        version: String,
+    },
     Version,
     Health,
+    /// `/openapi/<rest>` (`v2`, `v3`, `v3/apis/<group>/<version>`).
+    OpenApi(String),
 }
 
 /// A resource path.
@@ -88,6 +93,7 @@ pub(crate) fn parse(path: &str) -> Option<Route> {
         }),
         ["version"] => discovery(Discovery::Version),
         ["healthz" | "livez" | "readyz"] => discovery(Discovery::Health),
+        ["openapi", rest @ ..] if !rest.is_empty() => discovery(Discovery::OpenApi(rest.join("/"))),
         ["api", v, rest @ ..] => resource_path("", v, rest).map(Route::Resource),
         ["apis", g, v, rest @ ..] => resource_path(g, v, rest).map(Route::Resource),
         _ => None,

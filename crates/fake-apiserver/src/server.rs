@@ -68,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) watch_lags: std::sync::RwLock<std::collections::HashMap<String, Duration>>,
     /// Bearer tokens and who they authenticate.
     pub(crate) tokens: crate::auth::tokens::Tokens,
+    /// Front-proxy PKI and probe settings of the aggregation layer.
+    pub(crate) aggregation: crate::aggregator::Layer,
 }
 
 impl Shared {

@@ -198,6 +198,11 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
+    /// 503 of the aggregator for an APIService it cannot serve.
+    pub(crate) fn service_unavailable(message: impl Into<String>) -> Self {
+        Self::new(503, "ServiceUnavailable", message)
+    }
+
     /// 403 from namespace lifecycle admission for content created in a terminating namespace.
     pub(crate) fn namespace_terminating(gr: GroupResource<'_>, name: &str, ns: &str) -> Self {
         let mut err = Self::forbidden(

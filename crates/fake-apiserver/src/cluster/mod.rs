@@ -101,6 +101,8 @@ pub(crate) struct Cluster {
     pub(crate) in_controllers: bool,
     /// State of the ClusterRole aggregation controller.
     pub(crate) aggregation: crate::controllers::clusterrole_aggregation::Aggregation,
+    /// Service endpoints and discovery checks of the aggregation layer.
+    pub(crate) aggregator: crate::aggregator::State,
 }
 
 /// `obj` as served at `version`: `apiVersion` and `kind` set.
@@ -177,6 +179,7 @@ impl Cluster {
             work: VecDeque::new(),
             in_controllers: false,
             aggregation: Default::default(),
+            aggregator: Default::default(),
         }
     }
 

@@ -11,12 +11,16 @@
 //!   `MissingEndpoints` while no ready pod backs it; then `Available=True` (`Passed`, "all
 //!   checks passed").
 //!
-//! What differs: pods and EndpointSlices are not emulated, so "a ready endpoint" means a
-//! Deployment in the Service's namespace, not being deleted, whose pod template labels match
-//! the Service selector and whose status has `readyReplicas > 0` (with
-//! `DeploymentMode::HeldUntilReleased` the APIService turns Available on release; with
-//! `DeploymentMode::Disabled` never). The discovery request the aggregator sends to the
-//! backend is not made: a backend that would fail it still shows `Passed`.
+//! * Discovery check: for a Service given an endpoint with
+//!   `FakeApiServer::set_service_endpoint`, the endpoint checks pass and the outcome of the
+//!   real `GET /apis/<group>/<version>` decides (`FailedDiscoveryCheck` or `Passed`; see the
+//!   `aggregator` module); until it has run the condition stays as it was.
+//!
+//! What differs: pods and EndpointSlices are not emulated. For a Service without an endpoint
+//! "a ready endpoint" means a Deployment in the Service's namespace, not being deleted, whose
+//! pod template labels match the Service selector and whose status has `readyReplicas > 0`
+//! (with `DeploymentMode::HeldUntilReleased` the APIService turns Available on release; with
+//! `DeploymentMode::Disabled` never), and no discovery request is made: it shows `Passed`.
 
 use serde_json::{Value, json};
 
@@ -111,7 +115,9 @@ impl Cluster {
         if is_deleting(obj) {
             return;
         }
-        let wanted = self.availability(obj);
+        let Some(wanted) = self.availability(name, obj) else {
+            return;
+        };
         let status = with_condition(obj.get("status"), &wanted);
         if obj.get("status") == Some(&status) {
             return;
@@ -147,22 +153,46 @@ impl Cluster {
         }
     }
 
-    /// The `Available` condition `sync` would compute.
-    fn availability(&self, obj: &Value) -> Availability {
+    /// Re-evaluates the APIServices backed by the Service `namespace/name` (its endpoint
+    /// changed).
+    pub(crate) fn apiservices_of_service(&mut self, namespace: &str, name: &str) {
+        if !self.controllers.api_services {
+            return;
+        }
+        let api_services = key(GROUP, "apiservices");
+        for a in self.store.refs(&api_services) {
+            let Some(obj) = self.store.get(&a.key, "", &a.name).cloned() else {
+                continue;
+            };
+            let service = obj.pointer("/spec/service");
+            let field = |f: &str| service.and_then(|s| s.get(f)).and_then(Value::as_str);
+            if field("namespace") == Some(namespace) && field("name") == Some(name) {
+                self.apiservice_written(&a.name, &obj);
+            }
+        }
+        self.run_controllers();
+    }
+
+    /// The `Available` condition `sync` would compute; `None` while the discovery check of a
+    /// backend with an endpoint has not run yet (the prober is woken).
+    fn availability(&self, api_service: &str, obj: &Value) -> Option<Availability> {
         let Some(service) = obj.pointer("/spec/service").filter(|s| !s.is_null()) else {
-            return Availability {
+            return Some(Availability {
                 status: "True",
                 reason: "Local",
                 message: LOCAL_MESSAGE.into(),
-            };
+            });
         };
         let text = |k: &str| service.get(k).and_then(Value::as_str).unwrap_or_default();
         let (ns, name) = (text("namespace"), text("name"));
-        let unavailable = |reason, message| Availability {
-            status: "False",
-            reason,
-            message,
+        let unavailable = |reason, message| {
+            Some(Availability {
+                status: "False",
+                reason,
+                message,
+            })
         };
+        let endpoint = self.endpoint(ns, name);
         let Some(svc) = self.store.get(&key("", "services"), ns, name) else {
             return unavailable(
                 "ServiceNotFound",
@@ -191,13 +221,19 @@ impl Cluster {
                 .pointer("/spec/selector")
                 .and_then(Value::as_object)
                 .filter(|s| !s.is_empty());
-            let Some(selector) = selector else {
-                return unavailable(
-                    "EndpointsNotFound",
-                    format!("cannot find endpointslices for service/{name} in {ns:?}"),
-                );
+            let selector = match (selector, endpoint) {
+                (_, Some(_)) => None,
+                (Some(selector), None) => Some(selector),
+                (None, None) => {
+                    return unavailable(
+                        "EndpointsNotFound",
+                        format!("cannot find endpointslices for service/{name} in {ns:?}"),
+                    );
+                }
             };
-            if !self.has_ready_backend(ns, selector) {
+            if let Some(selector) = selector
+                && !self.has_ready_backend(ns, selector)
+            {
                 return unavailable(
                     "MissingEndpoints",
                     format!(
@@ -206,10 +242,30 @@ impl Cluster {
                 );
             }
         }
-        Availability {
+        let passed = Availability {
             status: "True",
             reason: "Passed",
             message: "all checks passed".into(),
+        };
+        let Some(addr) = endpoint else {
+            return Some(passed);
+        };
+        let group = obj
+            .pointer("/spec/group")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let version = obj
+            .pointer("/spec/version")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let url = crate::aggregator::discovery_url(addr, group, version);
+        match self.discovery_check(api_service, &url) {
+            Some(Ok(())) => Some(passed),
+            Some(Err(message)) => unavailable("FailedDiscoveryCheck", message.clone()),
+            None => {
+                self.aggregator.wake.notify_one();
+                None
+            }
         }
     }
 

@@ -125,6 +125,9 @@ impl Cluster {
         if self.controllers.api_services {
             self.apiservices_backed_in(r);
         }
+        if is_kind(&r.key, "apiregistration.k8s.io", "apiservices") {
+            self.forget_check(&r.name);
+        }
         if self.controllers.clusterrole_aggregation
             && is_kind(&r.key, "rbac.authorization.k8s.io", "clusterroles")
         {

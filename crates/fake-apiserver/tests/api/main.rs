@@ -7,9 +7,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod admission;
+mod aggregation;
 mod apiservice;
 mod apply;
 mod authn;
+mod backend;
 mod common;
 mod controllers;
 mod crd_conversion;
