@@ -126,6 +126,7 @@ impl Builder {
     /// Builds the server.
     pub fn build(self) -> FakeApiServer {
         let mut cluster = Cluster::new(self.history_limit, self.controllers);
+        let remote_api_services = cluster.aggregator.remote.clone();
         let mut defaults = Vec::new();
         if self.default_namespaces {
             for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -166,6 +167,7 @@ impl Builder {
                     pki,
                     probe_interval: self.probe_interval,
                     prober_started: std::sync::atomic::AtomicBool::new(false),
+                    remote: remote_api_services,
                 },
             }),
         }

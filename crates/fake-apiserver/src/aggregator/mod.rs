@@ -42,7 +42,7 @@ pub(crate) mod proxy;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -66,6 +66,8 @@ pub(crate) struct State {
     checks: HashMap<String, (String, Result<(), String>)>,
     /// Wakes the prober ([`probe::ensure_running`]).
     pub(crate) wake: Arc<Notify>,
+    /// How many APIServices have a `service` (shared with [`Layer::remote`]).
+    pub(crate) remote: Arc<AtomicUsize>,
 }
 
 /// Server-wide settings of the aggregation layer.
@@ -73,6 +75,9 @@ pub(crate) struct Layer {
     pub(crate) pki: Pki,
     pub(crate) probe_interval: Duration,
     pub(crate) prober_started: AtomicBool,
+    /// Read without the cluster lock: while no APIService has a `service`, requests skip the
+    /// aggregator's routing entirely (the admin's requests in the scale bench).
+    pub(crate) remote: Arc<AtomicUsize>,
 }
 
 /// A remote APIService and how to reach its backend.
@@ -189,10 +194,23 @@ impl Cluster {
     pub(crate) fn forget_check(&mut self, api_service: &str) {
         self.aggregator.checks.remove(api_service);
     }
+
+    /// Counts the APIServices with a `service` after one was written or removed.
+    pub(crate) fn count_remote_api_services(&self) {
+        let count = self
+            .store
+            .in_namespace(&api_services(), "")
+            .filter(|o| o.pointer("/spec/service").is_some_and(|s| !s.is_null()))
+            .count();
+        self.aggregator.remote.store(count, Ordering::Relaxed);
+    }
 }
 
 /// The remote APIService serving `path` (`/apis/<group>/<version>[/...]`), if any.
 pub(crate) fn backend_for(shared: &Shared, path: &str) -> Option<Backend> {
+    if shared.aggregation.remote.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
     let mut parts = path.trim_start_matches('/').split('/');
     let (Some("apis"), Some(group), Some(version)) = (parts.next(), parts.next(), parts.next())
     else {

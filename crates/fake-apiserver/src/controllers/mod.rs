@@ -98,6 +98,9 @@ impl Cluster {
         if is_kind(&r.key, "apps", "deployments") {
             self.deployment_written(r, &obj);
         }
+        if is_kind(&r.key, "apiregistration.k8s.io", "apiservices") {
+            self.count_remote_api_services();
+        }
         if self.controllers.api_services {
             if is_kind(&r.key, "apiregistration.k8s.io", "apiservices") {
                 self.apiservice_written(&r.name, &obj);
@@ -127,6 +130,7 @@ impl Cluster {
         }
         if is_kind(&r.key, "apiregistration.k8s.io", "apiservices") {
             self.forget_check(&r.name);
+            self.count_remote_api_services();
         }
         if self.controllers.clusterrole_aggregation
             && is_kind(&r.key, "rbac.authorization.k8s.io", "clusterroles")
