@@ -53,7 +53,9 @@
 //!   (`plugin/pkg/auth/authorizer/rbac/rbac.go`, `pkg/registry/rbac/validation/rule.go`), on
 //!   the attributes `RequestInfoFactory` derives from the URL (`endpoints/request/requestinfo.go`);
 //!   `system:masters` is allowed before any rule is read; a denial is 403 worded as
-//!   `responsewriters.Forbidden` words it.
+//!   `responsewriters.Forbidden` words it. Writes of Roles, ClusterRoles and bindings that
+//!   would grant more than the writer holds are refused unless it may `escalate` or `bind`
+//!   (`pkg/registry/rbac/*/policybased`).
 //! * **Reviews**: SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectAccessReview,
 //!   SelfSubjectRulesReview (`authorization.k8s.io/v1`), TokenReview and SelfSubjectReview
 //!   (`authentication.k8s.io/v1`), answered by the same authorizer and token table.
@@ -158,8 +160,7 @@
 //!   documents on every request; its 503 bodies are `Status` objects (see module
 //!   `aggregator`).
 //! * Authentication knows bearer tokens only (no client certificates, OIDC, impersonation or
-//!   anonymous requests); RBAC's escalation checks on Role and binding writes (`escalate`,
-//!   `bind`) are not made; only the RBAC and privileged-group authorizers run (no Node
+//!   anonymous requests); only the RBAC and privileged-group authorizers run (no Node
 //!   authorizer, no webhook authorizer).
 //! * Webhook `matchConditions` expressions are not compiled as CEL; updates of webhook
 //!   configurations are held to the create rules (upstream relaxes them only for objects

@@ -16,11 +16,14 @@
 //!   worded by `responsewriters.Forbidden`.
 //! * **Reviews** ([`reviews`]): SubjectAccessReview (and its self, local and rules variants)
 //!   answered by the same authorizer; TokenReview and SelfSubjectReview from the token table.
+//! * **Escalation prevention** ([`escalation`]): Roles and bindings that would grant more
+//!   than their writer holds are refused unless it may `escalate` or `bind`.
 //! * **Default policy** ([`bootstrap`]): the bootstrap ClusterRoles, ClusterRoleBindings and
 //!   the `kube-system` Role kube-apiserver creates at start.
 
 pub(crate) mod bootstrap;
 mod clients;
+pub(crate) mod escalation;
 pub(crate) mod rbac;
 pub(crate) mod request_info;
 pub(crate) mod reviews;

@@ -156,7 +156,7 @@ fn applies_to(user: &UserInfo, subject: &Value, binding_ns: &str) -> bool {
 }
 
 /// `GetRoleReferenceRules`: the rules of a binding's role, or why they could not be read.
-fn role_rules<'a>(
+pub(crate) fn role_rules<'a>(
     store: &'a Store,
     binding: &Value,
     binding_ns: &str,

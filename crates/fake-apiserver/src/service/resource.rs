@@ -158,6 +158,31 @@ fn resource_request(
         dry_run: query_flag(&req.query, "dryRun", "All"),
         force: query_flag(&req.query, "force", "true"),
     };
+    let patch_type = || {
+        PatchType::from_content_type(&req.content_type)
+            .ok_or_else(|| ApiError::unsupported_media_type(&req.content_type))
+    };
+    if matches!(verb, Verb::Create | Verb::Update | Verb::Patch)
+        && !user.is_privileged()
+        && auth::escalation::guards(&t)
+    {
+        // What the write would store, to check what it grants (`policybased` storage).
+        let trial = WriteParams {
+            dry_run: true,
+            ..params.clone()
+        };
+        let would = match verb {
+            Verb::Create => cluster.create(&t, &trial, &req.body)?,
+            Verb::Update => cluster.update(&t, &trial, &req.body)?,
+            _ => cluster.patch(&t, &trial, patch_type()?, &req.body)?,
+        };
+        let name = would.body["metadata"]["name"].as_str().unwrap_or_default();
+        let old = cluster
+            .store
+            .get(&t.info.key(), &t.namespace, name)
+            .cloned();
+        auth::escalation::check(&cluster, &user, &t, &rp.name, &would.body, old.as_deref())?;
+    }
     let reply = match verb {
         Verb::Get if req.meta_only => {
             let reply = cluster.get(&t)?;
@@ -202,11 +227,7 @@ fn resource_request(
         }
         Verb::Create => cluster.create(&t, &params, &req.body)?,
         Verb::Update => cluster.update(&t, &params, &req.body)?,
-        Verb::Patch => {
-            let kind = PatchType::from_content_type(&req.content_type)
-                .ok_or_else(|| ApiError::unsupported_media_type(&req.content_type))?;
-            cluster.patch(&t, &params, kind, &req.body)?
-        }
+        Verb::Patch => cluster.patch(&t, &params, patch_type()?, &req.body)?,
         Verb::Delete => cluster.delete(&t, &DeleteOptions::parse(&req.body, &req.query)?)?,
         Verb::DeleteCollection => cluster.delete_collection(
             &t,

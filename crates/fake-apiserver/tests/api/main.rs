@@ -17,6 +17,7 @@ mod controllers;
 mod crd_conversion;
 mod crud;
 mod discovery;
+mod escalation;
 mod finalizers;
 mod gc;
 mod metadata;
