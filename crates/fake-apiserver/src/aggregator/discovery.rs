@@ -15,8 +15,9 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
-use super::{Backend, api_services, text};
+use super::{Backend, api_services};
 use crate::cluster::Cluster;
+use crate::cluster::str_at;
 use crate::discovery::AGGREGATED_CONTENT_TYPE;
 use crate::server::Shared;
 use crate::service::{ResponseBody, respond};
@@ -32,8 +33,8 @@ fn api_service_versions(cluster: &Cluster) -> Vec<(String, String, i64)> {
                 .and_then(Value::as_i64)
                 .unwrap_or_default();
             (
-                text(o, "/spec/group").to_string(),
-                text(o, "/spec/version").to_string(),
+                str_at(o, "/spec/group").to_string(),
+                str_at(o, "/spec/version").to_string(),
                 priority,
             )
         })
@@ -108,29 +109,32 @@ fn converted(group: &str, version: &str, list: &Value) -> Value {
         .cloned()
         .unwrap_or_default();
     let mut out: Vec<Value> = Vec::new();
-    for r in resources.iter().filter(|r| !text(r, "/name").contains('/')) {
-        let kind = json!({"group": group, "version": version, "kind": text(r, "/kind")});
+    for r in resources
+        .iter()
+        .filter(|r| !str_at(r, "/name").contains('/'))
+    {
+        let kind = json!({"group": group, "version": version, "kind": str_at(r, "/kind")});
         let scope = if r["namespaced"].as_bool().unwrap_or(false) {
             "Namespaced"
         } else {
             "Cluster"
         };
         let mut entry = json!({
-            "resource": text(r, "/name"), "responseKind": kind, "scope": scope,
-            "singularResource": text(r, "/singularName"), "verbs": r.get("verbs").cloned().unwrap_or(json!([])),
+            "resource": str_at(r, "/name"), "responseKind": kind, "scope": scope,
+            "singularResource": str_at(r, "/singularName"), "verbs": r.get("verbs").cloned().unwrap_or(json!([])),
         });
         for field in ["shortNames", "categories"] {
             if let Some(v) = r.get(field).filter(|v| !v.is_null()) {
                 entry[field] = v.clone();
             }
         }
-        let prefix = format!("{}/", text(r, "/name"));
+        let prefix = format!("{}/", str_at(r, "/name"));
         let subresources: Vec<Value> = resources
             .iter()
             .filter_map(|s| {
-                let sub = text(s, "/name").strip_prefix(&prefix)?;
+                let sub = str_at(s, "/name").strip_prefix(&prefix)?;
                 Some(json!({"subresource": sub,
-                    "responseKind": {"group": group, "version": version, "kind": text(s, "/kind")},
+                    "responseKind": {"group": group, "version": version, "kind": str_at(s, "/kind")},
                     "verbs": s.get("verbs").cloned().unwrap_or(json!([]))}))
             })
             .collect();

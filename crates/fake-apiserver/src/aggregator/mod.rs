@@ -52,7 +52,7 @@ use tokio::sync::Notify;
 pub use pki::FrontProxy;
 pub(crate) use pki::Pki;
 
-use crate::cluster::{Cluster, is_deleting};
+use crate::cluster::{Cluster, is_deleting, str_at};
 use crate::resources::ResourceKey;
 use crate::server::{FakeApiServer, Shared};
 
@@ -98,12 +98,6 @@ pub(crate) fn api_services() -> ResourceKey {
     }
 }
 
-fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 /// The URL the availability check of `group/version` at `addr` requests.
 pub(crate) fn discovery_url(addr: SocketAddr, group: &str, version: &str) -> String {
     format!("https://{addr}/apis/{group}/{version}")
@@ -113,7 +107,7 @@ impl Cluster {
     /// The backend of a stored APIService; `None` for local ones.
     pub(crate) fn backend_of(&self, obj: &Value) -> Option<Backend> {
         let service = obj.pointer("/spec/service").filter(|s| !s.is_null())?;
-        let (ns, name) = (text(service, "/namespace"), text(service, "/name"));
+        let (ns, name) = (str_at(service, "/namespace"), str_at(service, "/name"));
         let available = obj
             .pointer("/status/conditions")
             .and_then(Value::as_array)
@@ -121,7 +115,7 @@ impl Cluster {
             .flatten()
             .any(|c| c["type"] == "Available" && c["status"] == "True");
         let ca_bundle = base64::engine::general_purpose::STANDARD
-            .decode(text(obj, "/spec/caBundle"))
+            .decode(str_at(obj, "/spec/caBundle"))
             .unwrap_or_default();
         let target = self.endpoint(ns, name).map(|addr| client::Target {
             addr,
@@ -133,9 +127,9 @@ impl Cluster {
                 .unwrap_or(false),
         });
         Some(Backend {
-            name: text(obj, "/metadata/name").to_string(),
-            group: text(obj, "/spec/group").to_string(),
-            version: text(obj, "/spec/version").to_string(),
+            name: str_at(obj, "/metadata/name").to_string(),
+            group: str_at(obj, "/spec/group").to_string(),
+            version: str_at(obj, "/spec/version").to_string(),
             available,
             target,
         })

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::request_info::RequestInfo;
 use super::{UserInfo, rbac};
-use crate::cluster::{Cluster, Target};
+use crate::cluster::{Cluster, Target, str_at, string_list};
 use crate::status::ApiError;
 
 /// True for the four RBAC kinds whose writes are checked.
@@ -34,13 +34,7 @@ pub(crate) fn guards(t: &Target) -> bool {
 }
 
 fn strings(rule: &Value, field: &str) -> Vec<String> {
-    rule.get(field)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect()
+    string_list(rule.get(field))
 }
 
 fn has(set: &[String], item: &str) -> bool {
@@ -224,10 +218,7 @@ pub(crate) fn check(
     new: &Value,
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
-    let name = new
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let name = str_at(new, "/metadata/name");
     let ns = t.namespace.as_str();
     let forbidden = |why: &str| ApiError::forbidden(t.info.group_resource(), name, why);
     let role = matches!(t.info.plural.as_str(), "roles" | "clusterroles");
@@ -257,14 +248,7 @@ pub(crate) fn check(
     if unchanged(new, old, &["roleRef", "subjects"]) {
         return Ok(());
     }
-    let kind = new
-        .pointer("/roleRef/kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let role_name = new
-        .pointer("/roleRef/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let (kind, role_name) = (str_at(new, "/roleRef/kind"), str_at(new, "/roleRef/name"));
     let plural = if kind == "Role" {
         "roles"
     } else {

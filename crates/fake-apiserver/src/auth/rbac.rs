@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use super::UserInfo;
 use super::request_info::RequestInfo;
+use crate::cluster::str_at;
 use crate::resources::ResourceKey;
 use crate::status::{ApiError, GroupResource};
 use crate::store::Store;
@@ -44,12 +45,6 @@ fn key(plural: &str) -> ResourceKey {
         group: RBAC_GROUP.to_string(),
         plural: plural.to_string(),
     }
-}
-
-fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 /// The strings of a rule's list field.
@@ -102,8 +97,8 @@ pub(crate) struct Source<'a> {
 
 impl Source<'_> {
     fn describe(&self) -> String {
-        let ns = text(self.binding, "/metadata/namespace");
-        let name = text(self.binding, "/metadata/name");
+        let ns = str_at(self.binding, "/metadata/namespace");
+        let name = str_at(self.binding, "/metadata/name");
         let kind = if self.namespaced {
             "RoleBinding"
         } else {
@@ -114,10 +109,10 @@ impl Source<'_> {
         } else {
             name.to_string()
         };
-        let subject_kind = text(self.subject, "/kind");
-        let subject_name = text(self.subject, "/name");
+        let subject_kind = str_at(self.subject, "/kind");
+        let subject_name = str_at(self.subject, "/name");
         let subject = if subject_kind == "ServiceAccount" {
-            let sa_ns = match text(self.subject, "/namespace") {
+            let sa_ns = match str_at(self.subject, "/namespace") {
                 "" => ns,
                 given => given,
             };
@@ -127,20 +122,20 @@ impl Source<'_> {
         };
         format!(
             "{kind} {binding:?} of {} {:?} to {subject_kind} {subject:?}",
-            text(self.binding, "/roleRef/kind"),
-            text(self.binding, "/roleRef/name"),
+            str_at(self.binding, "/roleRef/kind"),
+            str_at(self.binding, "/roleRef/name"),
         )
     }
 }
 
 /// `appliesToUser`.
 fn applies_to(user: &UserInfo, subject: &Value, binding_ns: &str) -> bool {
-    let name = text(subject, "/name");
-    match text(subject, "/kind") {
+    let name = str_at(subject, "/name");
+    match str_at(subject, "/kind") {
         "User" => user.name == name,
         "Group" => user.groups.iter().any(|g| g == name),
         "ServiceAccount" => {
-            let ns = match text(subject, "/namespace") {
+            let ns = match str_at(subject, "/namespace") {
                 "" => binding_ns,
                 given => given,
             };
@@ -161,8 +156,8 @@ pub(crate) fn role_rules<'a>(
     binding: &Value,
     binding_ns: &str,
 ) -> Result<&'a Value, String> {
-    let name = text(binding, "/roleRef/name");
-    let (plural, singular, ns) = match text(binding, "/roleRef/kind") {
+    let name = str_at(binding, "/roleRef/name");
+    let (plural, singular, ns) = match str_at(binding, "/roleRef/kind") {
         "Role" => ("roles", "role", binding_ns),
         "ClusterRole" => ("clusterroles", "clusterrole", ""),
         other => return Err(format!("unsupported role reference kind: {other:?}")),

@@ -16,7 +16,12 @@ use serde_json::{Map, Value, json};
 use super::request_info::RequestInfo;
 use super::tokens::{API_AUDIENCE, Tokens};
 use super::{UserInfo, rbac};
+use crate::cluster::{str_at, string_list};
 use crate::status::{ApiError, Cause, invalid_value};
+
+fn string_list_at(v: &Value, pointer: &str) -> Vec<String> {
+    string_list(v.pointer(pointer))
+}
 
 const AUTHZ: &str = "authorization.k8s.io";
 const AUTHN: &str = "authentication.k8s.io";
@@ -56,22 +61,6 @@ pub(crate) struct Review<'a> {
     pub(crate) kind: &'a str,
     /// The namespace of the URL (local reviews).
     pub(crate) namespace: &'a str,
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
-fn strings_at(v: &Value, pointer: &str) -> Vec<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect()
 }
 
 fn present(v: &Value, pointer: &str) -> bool {
@@ -126,7 +115,7 @@ fn spec_errors(spec: &Value, with_user: bool) -> Vec<Cause> {
             "exactly one of nonResourceAttributes or resourceAttributes must be specified",
         ));
     }
-    if with_user && str_at(spec, "/user").is_empty() && strings_at(spec, "/groups").is_empty() {
+    if with_user && str_at(spec, "/user").is_empty() && string_list_at(spec, "/groups").is_empty() {
         causes.push(invalid_value(
             "spec.user",
             &json!(str_at(spec, "/user")),
@@ -164,14 +153,14 @@ fn user_from_spec(spec: &Value) -> UserInfo {
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
-                .map(|(k, v)| (k.clone(), strings_at(v, "")))
+                .map(|(k, v)| (k.clone(), string_list(Some(v))))
                 .collect()
         })
         .unwrap_or_default();
     UserInfo {
         name: str_at(spec, "/user").to_string(),
         uid: str_at(spec, "/uid").to_string(),
-        groups: strings_at(spec, "/groups"),
+        groups: string_list_at(spec, "/groups"),
         extra,
     }
 }
@@ -359,7 +348,7 @@ impl Review<'_> {
                 "token is required for TokenReview in authentication",
             ));
         }
-        let wanted = strings_at(spec, "/audiences");
+        let wanted = string_list_at(spec, "/audiences");
         let audience_ok = wanted.is_empty() || wanted.iter().any(|a| a == API_AUDIENCE);
         let user = audience_ok
             .then(|| self.tokens.lookup(self.cluster, token))

@@ -135,6 +135,14 @@ pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
+/// The string at a JSON pointer ("" when absent or not a string).
+pub(crate) fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 /// The strings of a JSON list (non-strings skipped; absent is empty).
 pub(crate) fn string_list(value: Option<&Value>) -> Vec<String> {
     value

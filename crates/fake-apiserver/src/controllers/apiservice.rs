@@ -25,7 +25,7 @@
 use serde_json::{Value, json};
 
 use super::is_kind;
-use crate::cluster::{Cluster, is_deleting};
+use crate::cluster::{Cluster, is_deleting, str_at};
 use crate::ids::now_rfc3339;
 use crate::resources::{ResourceInfo, ResourceKey};
 use crate::store::ObjRef;
@@ -250,14 +250,7 @@ impl Cluster {
         let Some(addr) = endpoint else {
             return Some(passed);
         };
-        let group = obj
-            .pointer("/spec/group")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let version = obj
-            .pointer("/spec/version")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let (group, version) = (str_at(obj, "/spec/group"), str_at(obj, "/spec/version"));
         let url = crate::aggregator::discovery_url(addr, group, version);
         match self.discovery_check(api_service, &url) {
             Some(Ok(())) => Some(passed),

@@ -98,7 +98,6 @@ async fn callers_reach_the_backend_with_their_identity() {
     seed(
         &server,
         role(
-            "ClusterRole",
             "",
             "flunder-reader",
             json!([{"verbs": ["list"], "apiGroups": [GROUP], "resources": ["flunders"]}]),
@@ -107,7 +106,6 @@ async fn callers_reach_the_backend_with_their_identity() {
     seed(
         &server,
         binding(
-            "RoleBinding",
             "default",
             "alice-flunders",
             ("ClusterRole", "flunder-reader"),
@@ -147,7 +145,6 @@ async fn callers_reach_the_backend_with_their_identity() {
     seed(
         &server,
         binding(
-            "RoleBinding",
             "default",
             "sa-flunders",
             ("ClusterRole", "flunder-reader"),
@@ -348,7 +345,6 @@ async fn the_front_proxy_configmap_is_published() {
     seed(
         &server,
         binding(
-            "RoleBinding",
             "kube-system",
             "wardle-auth-reader",
             ("Role", "extension-apiserver-authentication-reader"),

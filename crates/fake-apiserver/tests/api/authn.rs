@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 
 use crate::common::status;
-use crate::rbac::{binding, rbac_server, role, seed};
+use crate::rbac::{grant, rbac_server};
 
 async fn whoami(client: kube::Client) -> (String, Vec<String>) {
     let api: Api<SelfSubjectReview> = Api::all(client);
@@ -92,24 +92,12 @@ async fn service_account_tokens_follow_their_service_account() {
 #[tokio::test]
 async fn http_kubeconfigs_carry_a_token() {
     let server = rbac_server();
-    seed(
+    grant(
         &server,
-        role(
-            "Role",
-            "a",
-            "reader",
-            serde_json::json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"]}]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "alice",
-            ("Role", "reader"),
-            crate::rbac::user("alice"),
-        ),
+        "a",
+        "reader",
+        serde_json::json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"]}]),
+        crate::rbac::user("alice"),
     );
     let http = server.serve_http().await.unwrap();
     let path = http.kubeconfig_with_token("alice-token").unwrap();

@@ -7,7 +7,7 @@ use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 use crate::common::status;
-use crate::rbac::{binding, rbac_server, role, seed, user};
+use crate::rbac::{binding, grant, rbac_server, role, seed, user};
 
 fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).unwrap()
@@ -21,18 +21,11 @@ async fn namespace_admins_cannot_grant_more_than_they_hold() {
     let server = rbac_server();
     seed(
         &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "alice-admin",
-            ("ClusterRole", "admin"),
-            user("alice"),
-        ),
+        binding("a", "alice-admin", ("ClusterRole", "admin"), user("alice")),
     );
     let alice = server.client_with_token("alice-token");
     let roles: Api<Role> = Api::namespaced(alice.clone(), "a");
     let readers = role(
-        "Role",
         "a",
         "cm-readers",
         json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]}]),
@@ -42,7 +35,6 @@ async fn namespace_admins_cannot_grant_more_than_they_hold() {
         .await
         .unwrap();
     let nodes = role(
-        "Role",
         "a",
         "node-readers",
         json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["nodes"]}]),
@@ -54,19 +46,12 @@ async fn namespace_admins_cannot_grant_more_than_they_hold() {
         "roles.rbac.authorization.k8s.io \"node-readers\" is forbidden: user \"alice\" (groups=[\"team-a\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"nodes\"], Verbs:[\"get\" \"list\"]}"
     );
     let bindings: Api<RoleBinding> = Api::namespaced(alice, "a");
-    let view = binding(
-        "RoleBinding",
-        "a",
-        "bob-views",
-        ("ClusterRole", "view"),
-        user("bob"),
-    );
+    let view = binding("a", "bob-views", ("ClusterRole", "view"), user("bob"));
     bindings
         .create(&PostParams::default(), &typed(view))
         .await
         .unwrap();
     let root = binding(
-        "RoleBinding",
         "a",
         "bob-root",
         ("ClusterRole", "cluster-admin"),
@@ -90,7 +75,6 @@ async fn escalate_and_bind_verbs_allow_it() {
     seed(
         &server,
         role(
-            "ClusterRole",
             "",
             "rbac-manager",
             json!([
@@ -102,7 +86,6 @@ async fn escalate_and_bind_verbs_allow_it() {
     seed(
         &server,
         binding(
-            "RoleBinding",
             "a",
             "alice-rbac",
             ("ClusterRole", "rbac-manager"),
@@ -112,7 +95,6 @@ async fn escalate_and_bind_verbs_allow_it() {
     let alice = server.client_with_token("alice-token");
     let roles: Api<Role> = Api::namespaced(alice.clone(), "a");
     let nodes = role(
-        "Role",
         "a",
         "node-readers",
         json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["nodes"]}]),
@@ -123,7 +105,6 @@ async fn escalate_and_bind_verbs_allow_it() {
         .unwrap();
     let bindings: Api<RoleBinding> = Api::namespaced(alice, "a");
     let root = binding(
-        "RoleBinding",
         "a",
         "bob-root",
         ("ClusterRole", "cluster-admin"),
@@ -133,13 +114,7 @@ async fn escalate_and_bind_verbs_allow_it() {
         .create(&PostParams::default(), &typed(root))
         .await
         .unwrap();
-    let edit = binding(
-        "RoleBinding",
-        "a",
-        "bob-edit",
-        ("ClusterRole", "edit"),
-        user("bob"),
-    );
+    let edit = binding("a", "bob-edit", ("ClusterRole", "edit"), user("bob"));
     assert_eq!(
         status(bindings.create(&PostParams::default(), &typed(edit)).await).code,
         403,
@@ -151,25 +126,13 @@ async fn escalate_and_bind_verbs_allow_it() {
 #[tokio::test]
 async fn aggregation_rules_need_cluster_admin() {
     let server = rbac_server();
-    seed(
+    grant(
         &server,
-        role(
-            "ClusterRole",
-            "",
-            "role-maker",
-            json!([
+        "",
+        "role-maker",
+        json!([
         {"verbs": ["create"], "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"]}]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "ClusterRoleBinding",
-            "",
-            "bob-makes-roles",
-            ("ClusterRole", "role-maker"),
-            user("bob"),
-        ),
+        user("bob"),
     );
     let roles: Api<ClusterRole> = Api::all(server.client_with_token("bob-token"));
     let aggregating: ClusterRole = typed(json!({"metadata": {"name": "gatherer"},

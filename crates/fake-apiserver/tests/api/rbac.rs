@@ -47,7 +47,9 @@ pub fn seed(server: &FakeApiServer, obj: Value) {
     }
 }
 
-pub fn role(kind: &str, ns: &str, name: &str, rules: Value) -> Value {
+/// A Role in `ns`, or a ClusterRole when `ns` is empty.
+pub fn role(ns: &str, name: &str, rules: Value) -> Value {
+    let kind = if ns.is_empty() { "ClusterRole" } else { "Role" };
     let mut obj = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
                          "metadata": {"name": name}, "rules": rules});
     if !ns.is_empty() {
@@ -56,7 +58,13 @@ pub fn role(kind: &str, ns: &str, name: &str, rules: Value) -> Value {
     obj
 }
 
-pub fn binding(kind: &str, ns: &str, name: &str, role_ref: (&str, &str), subjects: Value) -> Value {
+/// A RoleBinding in `ns`, or a ClusterRoleBinding when `ns` is empty, of `(kind, name)`.
+pub fn binding(ns: &str, name: &str, role_ref: (&str, &str), subjects: Value) -> Value {
+    let kind = if ns.is_empty() {
+        "ClusterRoleBinding"
+    } else {
+        "RoleBinding"
+    };
     let mut obj = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
         "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_ref.0, "name": role_ref.1},
@@ -65,6 +73,14 @@ pub fn binding(kind: &str, ns: &str, name: &str, role_ref: (&str, &str), subject
         obj["metadata"]["namespace"] = json!(ns);
     }
     obj
+}
+
+/// A Role `name` in `ns` with `rules` (a ClusterRole when `ns` is empty) and a binding of the
+/// same name giving it to `subjects` there.
+pub fn grant(server: &FakeApiServer, ns: &str, name: &str, rules: Value, subjects: Value) {
+    let kind = if ns.is_empty() { "ClusterRole" } else { "Role" };
+    seed(server, role(ns, name, rules));
+    seed(server, binding(ns, name, (kind, name), subjects));
 }
 
 pub fn user(name: &str) -> Value {
@@ -91,24 +107,12 @@ async fn code<T: std::fmt::Debug>(
 #[tokio::test]
 async fn role_bindings_grant_in_their_namespace_only() {
     let server = rbac_server();
-    seed(
+    grant(
         &server,
-        role(
-            "Role",
-            "a",
-            "cm-reader",
-            json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]}]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "alice-reads",
-            ("Role", "cm-reader"),
-            user("alice"),
-        ),
+        "a",
+        "cm-reader",
+        json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]}]),
+        user("alice"),
     );
     let alice = server.client_with_token("alice-token");
     assert_eq!(code(cms(&alice, "a").get("settings")).await, 200);
@@ -139,7 +143,6 @@ async fn cluster_roles_grant_where_they_are_bound() {
     seed(
         &server,
         role(
-            "ClusterRole",
             "",
             "cm-writer",
             json!([{"verbs": ["*"], "apiGroups": [""], "resources": ["configmaps"]}]),
@@ -148,31 +151,18 @@ async fn cluster_roles_grant_where_they_are_bound() {
     seed(
         &server,
         binding(
-            "RoleBinding",
             "a",
             "alice-writes",
             ("ClusterRole", "cm-writer"),
             user("alice"),
         ),
     );
-    seed(
+    grant(
         &server,
-        role(
-            "ClusterRole",
-            "",
-            "ns-reader",
-            json!([{"verbs": ["list"], "apiGroups": [""], "resources": ["namespaces", "secrets"]}]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "ClusterRoleBinding",
-            "",
-            "bob-reads",
-            ("ClusterRole", "ns-reader"),
-            user("bob"),
-        ),
+        "",
+        "ns-reader",
+        json!([{"verbs": ["list"], "apiGroups": [""], "resources": ["namespaces", "secrets"]}]),
+        user("bob"),
     );
     let alice = server.client_with_token("alice-token");
     let created = cms(&alice, "a")
@@ -205,25 +195,13 @@ async fn cluster_roles_grant_where_they_are_bound() {
 #[tokio::test]
 async fn resource_names_restrict_rules_to_named_objects() {
     let server = rbac_server();
-    seed(
+    grant(
         &server,
-        role(
-            "Role",
-            "a",
-            "one",
-            json!([{"verbs": ["get", "list", "watch"], "apiGroups": [""],
+        "a",
+        "one",
+        json!([{"verbs": ["get", "list", "watch"], "apiGroups": [""],
         "resources": ["configmaps"], "resourceNames": ["settings"]}]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "alice-one",
-            ("Role", "one"),
-            user("alice"),
-        ),
+        user("alice"),
     );
     let mut other = config_map("other", &[]);
     other.metadata.namespace = Some("a".into());
@@ -242,28 +220,16 @@ async fn resource_names_restrict_rules_to_named_objects() {
 #[tokio::test]
 async fn subresources_need_their_own_rules() {
     let server = rbac_server();
-    seed(
+    grant(
         &server,
-        role(
-            "Role",
-            "a",
-            "status-writer",
-            json!([
-                {"verbs": ["get", "patch"], "apiGroups": ["apps"], "resources": ["deployments/status"]},
-                {"verbs": ["get"], "apiGroups": ["apps"], "resources": ["deployments"]},
-                {"verbs": ["get"], "apiGroups": ["*"], "resources": ["*/scale"]},
-            ]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "alice-status",
-            ("Role", "status-writer"),
-            user("alice"),
-        ),
+        "a",
+        "status-writer",
+        json!([
+            {"verbs": ["get", "patch"], "apiGroups": ["apps"], "resources": ["deployments/status"]},
+            {"verbs": ["get"], "apiGroups": ["apps"], "resources": ["deployments"]},
+            {"verbs": ["get"], "apiGroups": ["*"], "resources": ["*/scale"]},
+        ]),
+        user("alice"),
     );
     let deployment: Deployment = serde_json::from_value(json!({
         "metadata": {"name": "web", "namespace": "a"},
@@ -292,24 +258,12 @@ async fn subresources_need_their_own_rules() {
 #[tokio::test]
 async fn wildcards_and_groups() {
     let server = rbac_server();
-    seed(
+    grant(
         &server,
-        role(
-            "ClusterRole",
-            "",
-            "everything",
-            json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "ClusterRoleBinding",
-            "",
-            "team-a-all",
-            ("ClusterRole", "everything"),
-            json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}]),
-        ),
+        "",
+        "everything",
+        json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]),
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}]),
     );
     let alice = server.client_with_token("alice-token");
     assert_eq!(
@@ -331,29 +285,16 @@ async fn wildcards_and_groups() {
 #[tokio::test]
 async fn service_accounts_are_subjects_by_namespace_and_groups() {
     let server = rbac_server();
-    seed(
+    grant(
         &server,
-        role(
-            "Role",
-            "a",
-            "cm-reader",
-            json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"]}]),
-        ),
+        "a",
+        "cm-reader",
+        json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"]}]),
+        json!([{"kind": "ServiceAccount", "name": "default"}]),
     );
     seed(
         &server,
         binding(
-            "RoleBinding",
-            "a",
-            "operator",
-            ("Role", "cm-reader"),
-            json!([{"kind": "ServiceAccount", "name": "default"}]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "RoleBinding",
             "b",
             "all-sas-of-a",
             ("ClusterRole", "view"),
@@ -402,13 +343,7 @@ async fn denials_are_worded_like_kube_apiserver() {
     );
     seed(
         &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "dangling",
-            ("Role", "missing"),
-            user("alice"),
-        ),
+        binding("a", "dangling", ("Role", "missing"), user("alice")),
     );
     let err = status(cms(&alice, "a").get("settings").await);
     assert!(
@@ -445,24 +380,12 @@ async fn non_resource_urls_are_authorized_by_path() {
         err.message,
         r#"forbidden: User "bob" cannot get path "/metrics""#
     );
-    seed(
+    grant(
         &server,
-        role(
-            "ClusterRole",
-            "",
-            "metrics",
-            json!([{"verbs": ["get"], "nonResourceURLs": ["/met*"]}]),
-        ),
-    );
-    seed(
-        &server,
-        binding(
-            "ClusterRoleBinding",
-            "",
-            "bob-metrics",
-            ("ClusterRole", "metrics"),
-            user("bob"),
-        ),
+        "",
+        "metrics",
+        json!([{"verbs": ["get"], "nonResourceURLs": ["/met*"]}]),
+        user("bob"),
     );
     let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
     let err = bob.request_text(request).await.unwrap_err();

@@ -39,7 +39,6 @@ async fn subject_access_reviews_answer_from_rbac() {
     seed(
         &server,
         role(
-            "Role",
             "a",
             "cm-reader",
             json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"]}]),
@@ -48,7 +47,6 @@ async fn subject_access_reviews_answer_from_rbac() {
     seed(
         &server,
         binding(
-            "RoleBinding",
             "a",
             "readers",
             ("Role", "cm-reader"),
@@ -153,13 +151,7 @@ async fn self_reviews_ask_about_the_caller() {
     let server = rbac_server();
     seed(
         &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "alice-edit",
-            ("ClusterRole", "edit"),
-            user("alice"),
-        ),
+        binding("a", "alice-edit", ("ClusterRole", "edit"), user("alice")),
     );
     let alice = server.client_with_token("alice-token");
     let reviews: Api<SubjectAccessReview> = Api::all(alice.clone());
@@ -221,13 +213,7 @@ async fn local_subject_access_reviews_stay_in_their_namespace() {
     let server = rbac_server();
     seed(
         &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "alice-admin",
-            ("ClusterRole", "admin"),
-            user("alice"),
-        ),
+        binding("a", "alice-admin", ("ClusterRole", "admin"), user("alice")),
     );
     let api: Api<LocalSubjectAccessReview> =
         Api::namespaced(server.client_with_token("alice-token"), "a");
@@ -260,7 +246,6 @@ async fn token_reviews_come_from_the_token_table() {
     seed(
         &server,
         binding(
-            "ClusterRoleBinding",
             "",
             "reviewer-delegates",
             ("ClusterRole", "system:auth-delegator"),

@@ -71,13 +71,7 @@ async fn labelled_cluster_roles_flow_into_admin_edit_and_view() {
     let server = rbac_server();
     seed(
         &server,
-        binding(
-            "RoleBinding",
-            "a",
-            "alice-views",
-            ("ClusterRole", "view"),
-            user("alice"),
-        ),
+        binding("a", "alice-views", ("ClusterRole", "view"), user("alice")),
     );
     let roles: Api<ClusterRole> = Api::all(server.client());
     roles
