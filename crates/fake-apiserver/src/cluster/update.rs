@@ -110,7 +110,9 @@ impl Cluster {
             PatchType::Patch(format) => format,
         };
         let old = self.existing(t)?;
-        let mut doc = (*old).clone();
+        // The patch applies to the object as served at the request's version (a CRD's
+        // versions convert with strategy `None`: only `apiVersion` changes).
+        let mut doc = present(&t.info, &t.version, &old);
         match format {
             PatchFormat::Json => {
                 let ops: json_patch::Patch = serde_json::from_slice(body)

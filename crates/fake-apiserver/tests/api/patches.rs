@@ -202,3 +202,50 @@ async fn strategic_merge_patch_is_refused_for_custom_resources() {
         (415, "UnsupportedMediaType")
     );
 }
+
+/// A CRD served at two versions without a conversion webhook (strategy `None`): a merge patch
+/// through the version the object was not written at applies to the object as served there
+/// (only `apiVersion` differs), as the apiserver converts before patching.
+#[tokio::test]
+async fn a_merge_patch_through_another_served_version_applies() {
+    let (_server, client) = server();
+    let mut crd = serde_json::to_value(crate::resources::widget_crd()).unwrap();
+    let mut v2 = crd["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    crd["spec"]["versions"][0]["storage"] = json!(false);
+    crd["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    crds.create(
+        &PostParams::default(),
+        &serde_json::from_value(crd).unwrap(),
+    )
+    .await
+    .unwrap();
+    let at = |version: &str| -> Api<DynamicObject> {
+        let resource = kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("example.com", version, "Widget"),
+            "widgets",
+        );
+        Api::default_namespaced_with(client.clone(), &resource)
+    };
+    let mut created = widget("two", json!({"size": 1}));
+    created.types.as_mut().unwrap().api_version = "example.com/v2".into();
+    at("v2")
+        .create(&PostParams::default(), &created)
+        .await
+        .unwrap();
+    let patched = at("v1")
+        .patch(
+            "two",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.types.unwrap().api_version, "example.com/v1");
+    assert_eq!(patched.data["spec"]["size"], 2);
+    let read = at("v2").get("two").await.unwrap();
+    assert_eq!(read.types.unwrap().api_version, "example.com/v2");
+    assert_eq!(read.data["spec"]["size"], 2);
+}
