@@ -2,8 +2,9 @@
 //!
 //! The crate is split by responsibility (see `docs/development.md`):
 //! pure modules (`fbc`, `graph`, `resolve`, `dependency`, `semver_range`, `bundle`,
-//! `certificates`, `pull_secrets`) never talk to a cluster or a registry; `registry` talks only
-//! to OCI registries; `controller` is the only code that talks to the Kubernetes API.
+//! `certificates`, `pull_secrets`, `operator_conditions`) never talk to a cluster or a
+//! registry; `registry` talks only to OCI registries; `controller` is the only code that talks
+//! to the Kubernetes API.
 
 pub mod admin;
 pub mod api;
@@ -19,6 +20,7 @@ pub mod go_duration;
 pub mod graph;
 pub mod interner;
 pub mod metrics;
+pub mod operator_conditions;
 pub mod pull_secrets;
 pub mod registry;
 pub mod resolve;
