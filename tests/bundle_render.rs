@@ -18,6 +18,16 @@ use opcat::bundle::RenderedBundle;
 use opcat::bundle::ownership::{CSV_ANNOTATION, CSV_LABEL, RETAIN_LABEL, csv_selector};
 
 const NS: &str = "widgets";
+/// The CSV, and the name of its OperatorCondition with the Role and RoleBinding for it.
+const CSV: &str = "widget-operator.v1.2.0";
+
+/// The objects of `kind` rendered from the CSV's permissions (not the OperatorCondition's).
+fn from_permissions<'a>(objects: &'a [DynamicObject], kind: &str) -> Vec<&'a DynamicObject> {
+    of_kind(objects, kind)
+        .into_iter()
+        .filter(|object| name(object) != CSV)
+        .collect()
+}
 
 fn labels(object: &DynamicObject) -> BTreeMap<String, String> {
     object.metadata.labels.clone().unwrap_or_default()
@@ -55,8 +65,8 @@ fn own_namespace_rbac_stays_in_the_install_namespace() {
     let namespaced: Vec<_> = rbac.iter().filter(|(_, ns, _)| ns.is_some()).collect();
     assert_eq!(
         namespaced.len(),
-        4,
-        "Role + RoleBinding for two accounts: {rbac:#?}"
+        6,
+        "Role + RoleBinding for two accounts and for the OperatorCondition: {rbac:#?}"
     );
     assert!(
         namespaced
@@ -87,8 +97,8 @@ fn single_namespace_rbac_is_repeated_in_the_target_namespace_without_owner() {
             other => panic!("Role in unexpected namespace {other:?}"),
         }
     }
-    assert_eq!(of_kind(&rendered.rbac, "Role").len(), 4);
-    assert_eq!(of_kind(&rendered.rbac, "RoleBinding").len(), 4);
+    assert_eq!(from_permissions(&rendered.rbac, "Role").len(), 4);
+    assert_eq!(from_permissions(&rendered.rbac, "RoleBinding").len(), 4);
     for binding in of_kind(&rendered.rbac, "RoleBinding") {
         assert_eq!(
             binding.data["subjects"][0]["namespace"], NS,
@@ -109,11 +119,11 @@ fn all_namespaces_lifts_permissions_to_cluster_roles_with_namespace_access() {
     let bundle = load(&widget("1.2.0"));
     let rendered = Install::all(&bundle, NS).render(&bundle);
     assert_eq!(
-        of_kind(&rendered.rbac, "Role").len(),
+        from_permissions(&rendered.rbac, "Role").len(),
         2,
         "still in the install namespace"
     );
-    assert_eq!(of_kind(&rendered.rbac, "RoleBinding").len(), 2);
+    assert_eq!(from_permissions(&rendered.rbac, "RoleBinding").len(), 2);
     let cluster_roles = of_kind(&rendered.rbac, "ClusterRole");
     assert_eq!(
         cluster_roles.len(),
@@ -124,7 +134,7 @@ fn all_namespaces_lifts_permissions_to_cluster_roles_with_namespace_access() {
         "apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]
     });
     // Each Role is lifted to a ClusterRole with the Role's rules plus the namespaces rule.
-    for role in of_kind(&rendered.rbac, "Role") {
+    for role in from_permissions(&rendered.rbac, "Role") {
         let mut lifted_rules = rules(role).as_array().unwrap().clone();
         lifted_rules.push(namespaces_rule.clone());
         let lifted: Vec<_> = cluster_roles
@@ -190,7 +200,7 @@ fn a_changed_rule_set_gets_a_new_name() {
         .push("deletecollection".to_owned());
     let after = Install::own(&bundle, NS).render(&bundle);
     let names = |rendered: &RenderedBundle| -> Vec<String> {
-        of_kind(&rendered.rbac, "Role")
+        from_permissions(&rendered.rbac, "Role")
             .iter()
             .map(|o| name(o).to_owned())
             .collect()
@@ -287,14 +297,14 @@ fn deployments_carry_olm_annotations_and_the_pull_secret_copies() {
         assert_eq!(labels["app.kubernetes.io/part-of"], "widget-operator");
         assert_eq!(labels["app.kubernetes.io/managed-by"], "opcat");
         for container in &pod_spec(&deployment).containers {
-            assert!(
-                container
-                    .env
-                    .iter()
-                    .flatten()
-                    .all(|var| var.name != "OPERATOR_CONDITION_NAME"),
-                "opcat serves no OperatorCondition API"
-            );
+            let names: Vec<_> = container
+                .env
+                .iter()
+                .flatten()
+                .filter(|var| var.name == "OPERATOR_CONDITION_NAME")
+                .map(|var| var.value.as_deref())
+                .collect();
+            assert_eq!(names, [Some(CSV)], "the OperatorCondition's name, once");
         }
     }
     let dashboard = deployment(&rendered, "widget-dashboard");
@@ -303,6 +313,52 @@ fn deployments_carry_olm_annotations_and_the_pull_secret_copies() {
         None,
         "runs as default"
     );
+}
+
+#[test]
+fn the_operator_condition_names_the_deployments_and_lets_the_operator_write_it() {
+    let bundle = load(&widget("1.2.0"));
+    let rendered = Install::own(&bundle, NS).render(&bundle);
+    let condition = &rendered.operator_condition;
+    assert_eq!(condition.metadata.name.as_deref(), Some(CSV));
+    assert_eq!(condition.metadata.namespace.as_deref(), Some(NS));
+    assert_eq!(
+        condition.spec.deployments,
+        Some(vec!["widget-controller".into(), "widget-dashboard".into()])
+    );
+    assert_eq!(
+        condition.spec.service_accounts,
+        Some(vec!["widget-auditor".into(), "widget-controller".into()]),
+        "sorted, each once"
+    );
+    assert_eq!(condition.spec.conditions, None, "the operator's to set");
+    let owners = condition.metadata.owner_references.as_ref().unwrap();
+    assert_eq!(owners[0].uid, CSV_UID);
+    assert!(
+        rendered
+            .in_apply_order()
+            .all(|object| kind(object) != "OperatorCondition"),
+        "applied on its own, before the Deployments"
+    );
+    let role = find(&rendered.rbac, "Role", Some(NS), CSV);
+    assert_eq!(
+        rules(role),
+        &serde_json::json!([{
+            "apiGroups": ["operators.coreos.com"],
+            "resources": ["operatorconditions"],
+            "resourceNames": [CSV],
+            "verbs": ["get", "update", "patch"]
+        }])
+    );
+    let binding = find(&rendered.rbac, "RoleBinding", Some(NS), CSV);
+    assert_eq!(
+        binding.data["subjects"],
+        serde_json::json!([
+            {"kind": "ServiceAccount", "name": "widget-auditor", "namespace": NS},
+            {"kind": "ServiceAccount", "name": "widget-controller", "namespace": NS}
+        ])
+    );
+    assert_eq!(binding.data["roleRef"]["name"], CSV);
 }
 
 #[test]

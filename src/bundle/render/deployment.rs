@@ -12,13 +12,11 @@
 //!   the CA hash annotation (see `serving`), before the Subscription `config`, as OLM does;
 //! - Subscription `config` applied with OLM's rules (see `config`);
 //! - `revisionHistoryLimit: 1` (OLM does not support rollbacks);
+//! - `OPERATOR_CONDITION_NAME=<csv>` on every container, after the Subscription `config` (its
+//!   value wins over a `config` variable of that name, as in OLM; see `operator_condition`);
 //! - the pull-secret copies added to `imagePullSecrets` (`pull_secrets::inject`: entries the
 //!   bundle lists stay first, in place). They are part of the rendered spec, so every re-render
 //!   and every upgrade keeps them.
-//!
-//! OLM also injects `OPERATOR_CONDITION_NAME=<csv>` into every container; opcat serves no
-//! OperatorCondition API, so it does not (an operator that reads the variable would look for an
-//! object that never exists).
 
 use std::collections::BTreeMap;
 
@@ -116,6 +114,7 @@ fn deployment(
             &mut deployment_annotations,
         );
     }
+    super::operator_condition::inject_env(&mut pod_spec, &context.csv.name);
     inject(&mut pod_spec, context.pull_secret_names);
 
     template_meta.annotations = Some(pod_annotations);

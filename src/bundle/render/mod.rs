@@ -14,6 +14,9 @@
 //!   Role, RoleBinding, ClusterRole and ClusterRoleBinding manifests.
 //! - CRDs: as in the bundle, labelled, marked to be retained on uninstall.
 //! - Deployments: see `deployment`.
+//! - The CSV's OperatorCondition ([`RenderedBundle::operator_condition`]) with its Role and
+//!   RoleBinding (in RBAC), and `OPERATOR_CONDITION_NAME` in every Deployment (see
+//!   `operator_condition`).
 //! - Others: the remaining manifests; namespaced kinds are placed in the install namespace; plus
 //!   a Service per Deployment that serves webhooks or API services (see `serving`).
 //! - Webhooks: Validating/MutatingWebhookConfigurations and APIServices (see `webhooks`),
@@ -25,6 +28,7 @@
 mod config;
 mod deployment;
 mod objects;
+mod operator_condition;
 mod rbac;
 mod serving;
 mod webhooks;
@@ -99,6 +103,10 @@ pub struct RenderedBundle {
     /// name. They are not in [`RenderedBundle::service_accounts`]; the controller attaches them
     /// with the same read-modify-write as the copies, so entries others added are kept.
     pub bundle_pull_secrets: BTreeMap<String, Vec<String>>,
+    /// The CSV's OperatorCondition (`operators.coreos.com/v2`), named like the CSV. Not in
+    /// [`RenderedBundle::in_apply_order`]: the controller applies it before the Deployments,
+    /// which name it in `OPERATOR_CONDITION_NAME`, and drift-checks it against its own watch.
+    pub operator_condition: crate::api::OperatorCondition,
     /// Kind, namespace and name of each object whose name opcat derives with a hash over the
     /// object's inputs (the RBAC generated from `permissions` and `clusterPermissions`). Nothing
     /// else names an object so, so the controller creates these without first reading the name
@@ -252,6 +260,12 @@ pub fn render(bundle: &Bundle, context: &RenderContext<'_>) -> Result<RenderedBu
     others.retain(|object| !services.iter().any(|service| key(service) == key(object)));
     others.extend(services);
     rbac_objects.extend(serving_rbac);
+    let operator_condition = operator_condition::operator_condition(csv, context, &stamp);
+    rbac_objects.extend(operator_condition::rbac(
+        &operator_condition,
+        context,
+        &stamp,
+    )?);
     let webhooks = webhooks::webhook_objects(csv, context, &stamp)?;
     let service_account_names = service_accounts(bundle);
     let accounts = objects::service_accounts(
@@ -277,6 +291,7 @@ pub fn render(bundle: &Bundle, context: &RenderContext<'_>) -> Result<RenderedBu
         conversions,
         service_account_names,
         bundle_pull_secrets,
+        operator_condition,
     })
 }
 
