@@ -8,7 +8,10 @@ use kube::Resource;
 
 use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
-use crate::api::{CatalogSource, ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
+use crate::api::{
+    CatalogSource, ClusterServiceVersion, InstallPlan, OperatorCondition, OperatorGroup,
+    Subscription,
+};
 use crate::interner::Interner;
 
 use super::attached_service_account::AttachedServiceAccount;
@@ -147,6 +150,8 @@ impl Trim for OperatorGroup {
         trim_user_object(&mut self.metadata);
     }
 }
+/// Small, one per install: kept whole but for `managedFields`.
+impl Trim for OperatorCondition {}
 /// Copies are stored with compact metadata and shared data by type ([`StoredCopy`]).
 impl Trim for StoredCopy {}
 /// Namespaces are stored with compact metadata and no annotations by type

@@ -25,7 +25,9 @@ use super::store_trim::Trim;
 use super::stored_copy::StoredCopy;
 use super::stored_namespace::StoredNamespace;
 use super::stored_object::{StoredCsv, StoredPlan, StoredSubscription};
-use crate::api::{CatalogSource, MANAGED_LABEL, MANAGED_LABEL_VALUE, OperatorGroup};
+use crate::api::{
+    CatalogSource, MANAGED_LABEL, MANAGED_LABEL_VALUE, OperatorCondition, OperatorGroup,
+};
 use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 
 /// How many watch events a slow subscriber may lag behind before the watch waits for it.
@@ -157,6 +159,8 @@ pub struct Stores {
     pub namespaces: Store<StoredNamespace>,
     /// ServiceAccounts carrying opcat's pull-secret edits (label-selected).
     pub service_accounts: Store<AttachedServiceAccount>,
+    /// The OperatorConditions opcat created, one per CSV (label-selected).
+    pub operator_conditions: Store<OperatorCondition>,
     /// What opcat created, metadata only, by the CSV it belongs to.
     pub owned: OwnedObjects,
     /// The namespaced stores that reconcilers and triggers read by namespace, with an index.
@@ -235,6 +239,7 @@ pub struct Reflectors {
     pub copies: Shared<StoredCopy>,
     pub namespaces: Shared<StoredNamespace>,
     pub service_accounts: Shared<AttachedServiceAccount>,
+    pub operator_conditions: Shared<OperatorCondition>,
     pub owned: OwnedObjects,
 }
 
@@ -255,6 +260,7 @@ impl Reflectors {
             copies: Shared::new(),
             namespaces: Shared::new(),
             service_accounts: Shared::new(),
+            operator_conditions: Shared::new(),
             owned: OwnedObjects::new(),
         }
     }
@@ -271,6 +277,7 @@ impl Reflectors {
             copies: self.copies.store(),
             namespaces: self.namespaces.store(),
             service_accounts: self.service_accounts.store(),
+            operator_conditions: self.operator_conditions.store(),
             owned: self.owned.clone(),
             namespaced: Namespaced {
                 catalog_sources: self.catalog_sources.indexed(),
@@ -291,6 +298,7 @@ impl Reflectors {
                     self.copies.listed.subscribe(),
                     self.namespaces.listed.subscribe(),
                     self.service_accounts.listed.subscribe(),
+                    self.operator_conditions.listed.subscribe(),
                 ]
                 .into_iter()
                 .chain(self.owned.listed())
@@ -346,6 +354,12 @@ impl Reflectors {
                 scope.api(client),
                 all,
                 self.operator_groups,
+            ),
+            drive_watch(
+                "operatorconditions",
+                scope.api(client),
+                ours.clone(),
+                self.operator_conditions,
             ),
             drive_watch("deployments", scope.api(client), ours, self.deployments),
             drive_watch("secrets", scope.api(client), copies, self.copies),

@@ -42,13 +42,16 @@ pub mod controllers {
     pub const CSV: &str = "clusterserviceversion";
     /// The OperatorGroup controller (target namespaces in `status.namespaces`).
     pub const OPERATOR_GROUP: &str = "operatorgroup";
+    /// The OperatorCondition status writer (`spec.conditions` observed into the status).
+    pub const OPERATOR_CONDITION: &str = "operatorcondition";
     /// Every controller, so their series exist (at zero) from the start.
-    pub const ALL: [&str; 5] = [
+    pub const ALL: [&str; 6] = [
         CATALOG_SOURCE,
         SUBSCRIPTION,
         INSTALL_PLAN,
         CSV,
         OPERATOR_GROUP,
+        OPERATOR_CONDITION,
     ];
 }
 

@@ -10,7 +10,7 @@
 //!    (unless another CSV in the namespace converts them: an upgrade). Every object labelled
 //!    with this CSV is deleted — RBAC in other target namespaces and
 //!    cluster-scoped objects included (they carry no ownerReference) — except CRDs (DESIGN
-//!    invariant 10). ServiceAccounts opcat created are among them; `default` and pre-existing
+//!    invariant 10); the CSV's OperatorCondition last, after its Deployments (invariant 14). ServiceAccounts opcat created are among them; `default` and pre-existing
 //!    ones are not. Objects an upgrade relabelled for the newer CSV are not labelled with this
 //!    one any more and stay.
 //! 3. The finalizer is removed (JSON patch testing the list as read).
@@ -32,7 +32,7 @@ use super::events::{Audience, observe_plan, publish, reference};
 use super::labelled::{self, SWEPT_KINDS};
 use super::observe::{self, Sources};
 use super::propagation::{self, PropagationInputs};
-use super::{Csvs, copies, csv_writes, objects, service_accounts, webhooks};
+use super::{Csvs, copies, csv_writes, objects, operator_condition, service_accounts, webhooks};
 use crate::api::ClusterServiceVersion;
 use crate::pull_secrets::service_account::{detach, recorded};
 use crate::pull_secrets::{
@@ -221,6 +221,10 @@ async fn run(
     let deleted = objects::delete_unlisted(client, &live, &BTreeSet::new()).await?;
     for key in &deleted {
         tracing::info!(namespace, csv = %name, object = %key, "deleted on uninstall");
+    }
+    // Last, now that no Deployment of this CSV names it (DESIGN invariant 14).
+    for condition in operator_condition::delete(context, &name, namespace).await? {
+        tracing::info!(namespace, csv = %name, operator_condition = %condition, "deleted on uninstall");
     }
     if plan.is_none() && same_catalog.is_empty() {
         // No CatalogSource to plan with, and no CSV of the catalog left: its copies here are

@@ -7,7 +7,8 @@
 //! 1. pull-secret copies;
 //! 2. ServiceAccounts opcat creates, then the `imagePullSecrets` edits (copies, and the names
 //!    the bundle's ServiceAccount manifests list);
-//! 3. RBAC;
+//! 3. RBAC (the OperatorCondition's Role and RoleBinding included), then the CSV's
+//!    OperatorCondition (DESIGN invariant 14: it exists before any Deployment names it);
 //! 4. CRDs, and the wait for `Established` when the bundle holds objects of their kinds; then
 //!    the preflight;
 //! 5. the serving certificates of webhook and API-service Deployments (decided before the
@@ -35,7 +36,10 @@ use super::observe;
 use super::propagation::{self, PropagationInputs};
 use super::requirements::Unmet;
 use super::status::{self, Health, PhaseUpdate};
-use super::{Csvs, certificates, copies, csv_writes, objects, report, service_accounts, webhooks};
+use super::{
+    Csvs, certificates, copies, csv_writes, objects, operator_condition, report, service_accounts,
+    webhooks,
+};
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase, csv_reasons};
 use crate::bundle::{RenderContext, ownership::CsvOwner, render};
 use crate::pull_secrets::vocabulary::{
@@ -135,6 +139,7 @@ pub(super) async fn install(
     let no_force = |_: &DynamicObject, _: &DynamicObject| false;
     let hashed = |object: &DynamicObject| rendered.has_hashed_name(object);
     objects::apply_all(context, &rendered.rbac, &live, hashed, no_force).await?;
+    operator_condition::ensure(context, &rendered.operator_condition).await?;
     objects::apply_all(context, &rendered.crds, &live, hashed, no_force).await?;
     let waiting = objects::unestablished_crds(client, &rendered.crds, &rendered.others).await?;
     // Preflight, before the Deployments exist on a first install; it reports, never blocks.

@@ -4,8 +4,11 @@
 //! newer one succeeded, and is deleted. Otherwise: no phase → `Pending`; dereference and check
 //! the requirements (annotations, exactly one OperatorGroup with resolved targets, the bundle,
 //! install modes) → `Failed` with OLM's reason, or `Pending` while the targets are not resolved;
-//! met → `InstallReady`; from there on every reconcile converges the install. `Pending` and
-//! `InstallReady` reached in the same reconcile are written with the phase it ends in.
+//! a CSV that replaces one whose OperatorCondition holds upgrades stays `Pending` with reason
+//! `OperatorConditionNotUpgradeable` (`controller::upgrade_gate`; an OperatorCondition change
+//! looks again); met → `InstallReady`; from there on every reconcile converges the install.
+//! `Pending` and `InstallReady` reached in the same reconcile are written with the phase it ends
+//! in.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,6 +30,7 @@ use crate::api::{
 use crate::bundle::Bundle;
 use crate::controller::backoff::TERMINAL_DELAY;
 use crate::controller::keys::csv as csv_keys;
+use crate::controller::upgrade_gate;
 use crate::failure::ReconcileFailure;
 use crate::pull_secrets::CatalogRef;
 
@@ -89,6 +93,17 @@ pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Acti
             Some(csv_reasons::COMPONENT_UNHEALTHY | csv_reasons::INSTALL_COMPONENT_FAILED)
         ));
     if !installing {
+        if let Some(held) =
+            upgrade_gate::held(&context.stores, &namespace, csv.spec.replaces.as_deref())
+        {
+            let update = PhaseUpdate::new(
+                Phase::Pending,
+                csv_reasons::OPERATOR_CONDITION_NOT_UPGRADEABLE,
+                held.message,
+            );
+            csv_writes::set_status(&context.client, csv, &update, &now).await?;
+            return Ok(Action::await_change());
+        }
         let ready = status::set_phase(csv.status.as_ref(), &PhaseUpdate::install_ready(), &now);
         working.status = ready.or(working.status);
     }

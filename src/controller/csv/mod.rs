@@ -8,14 +8,15 @@
 //!   ServiceAccount the bundle uses and to its Deployments' pod templates, then applies the
 //!   bundle's objects in order, sweeps what the bundle no longer has, runs the pull-credentials
 //!   preflight and writes the report the Subscription mirrors; a CSV that a newer one replaces
-//!   goes Replacing, then Deleting once the newer one succeeded;
+//!   goes Replacing, then Deleting once the newer one succeeded; a CSV that replaces one whose
+//!   OperatorCondition holds upgrades waits in Pending;
 //! - `cleanup`: on deletion, removes what opcat added for the CSV (never CRDs) and lets go.
 //!
 //! Module map — sequencing: `install`, `converge`, `cleanup`; reads: `observe`, `bundle`;
 //! pure: `requirements`, `propagation`, `status`, `report`, `triggers`; writes: `copies`,
-//! `service_accounts`, `objects`, `csv_writes`, `events`, `certificates` (serving certificate
-//! Secrets), `webhooks` (webhook configurations, APIServices, CRD conversions); registry:
-//! `preflight`.
+//! `service_accounts`, `objects`, `operator_condition` (the CSV's OperatorCondition),
+//! `csv_writes`, `events`, `certificates` (serving certificate Secrets), `webhooks` (webhook
+//! configurations, APIServices, CRD conversions); registry: `preflight`.
 
 mod attach;
 mod bundle;
@@ -33,6 +34,7 @@ mod install;
 mod labelled;
 mod objects;
 mod observe;
+mod operator_condition;
 mod preflight;
 mod propagation;
 mod report;
@@ -61,6 +63,7 @@ use super::manager::Shutdown;
 use super::own_writes::{Echoes, OwnWrites};
 use super::stored_object::StoredCsv;
 use super::stores::Reflectors;
+use super::upgrade_gate;
 use super::wiring::{self, backoff_key_of};
 use crate::api::ClusterServiceVersion;
 use crate::failure::ReconcileFailure;
@@ -154,6 +157,7 @@ pub fn controller(
     let (for_groups, for_copies, for_namespaces) = (csvs.clone(), csvs.clone(), csvs.clone());
     let (for_deleted_groups, for_deleted_copies, for_deleted_catalogs) =
         (csvs.clone(), csvs.clone(), csvs.clone());
+    let (for_conditions, for_deleted_conditions) = (csvs.clone(), csvs.clone());
     let controller = Controller::for_shared_stream(reflectors.csvs.subscribe(), csvs.store())
         .watches_shared_stream(reflectors.deployments.subscribe(), |deployment| {
             triggers::deployment(&deployment.full_meta())
@@ -178,6 +182,11 @@ pub fn controller(
         .watches_shared_stream(reflectors.namespaces.subscribe(), move |namespace| {
             triggers::namespace(&for_namespaces, &namespace)
         })
+        // Its own (kept as rendered, recreated when deleted) and the gate of its replacers.
+        .watches_shared_stream(
+            reflectors.operator_conditions.subscribe(),
+            move |condition| upgrade_gate::csvs(&for_conditions, &condition),
+        )
         // Deletions: the shared streams above only carry applied objects.
         .watches_shared_stream(reflectors.deployments.subscribe_deleted(), |deployment| {
             triggers::deployment(&deployment.full_meta())
@@ -193,6 +202,10 @@ pub fn controller(
             deleted_echoes.forget(copy.uid().as_deref());
             triggers::copy(&for_deleted_copies, &copy)
         })
+        .watches_shared_stream(
+            reflectors.operator_conditions.subscribe_deleted(),
+            move |condition| upgrade_gate::csvs(&for_deleted_conditions, &condition),
+        )
         .watches_shared_stream(
             reflectors.catalog_sources.subscribe_deleted(),
             move |catalog| {

@@ -16,6 +16,9 @@
 //!   `Installing` with the error in its status and retry with backoff; a change of the catalog's
 //!   pull Secret retries at once. Invalid content fails the plan for good (`phase: Failed`,
 //!   `Installed=False` / `InstallComponentFailed` with every problem); the Subscription shows it.
+//! - A CSV of the plan that replaces one whose OperatorCondition holds upgrades keeps the plan
+//!   `Installing` with `Installed=False` / `OperatorConditionNotUpgradeable` until the gate opens
+//!   (`held`); an OperatorCondition change looks again.
 //! - Complete and Failed plans are records and are never changed again. To retry a failed plan,
 //!   delete it: the Subscription creates a new one.
 //!
@@ -27,6 +30,7 @@ mod csv_builder;
 mod declared;
 mod error;
 mod fetch;
+mod held;
 mod properties;
 mod reconcile;
 mod status;
@@ -43,8 +47,8 @@ use super::context::Context;
 use super::manager::Shutdown;
 use super::own_writes::OwnWrites;
 use super::stores::Reflectors;
-use super::wiring;
-use crate::api::CatalogSource;
+use super::{upgrade_gate, wiring};
+use crate::api::{CatalogSource, OperatorCondition};
 use reconcile::reconcile;
 
 pub use error::InstallPlanError;
@@ -79,8 +83,18 @@ pub fn controller(
             futures::stream::iter(triggers::for_source_secret(&plans, &catalogs, &secret))
         })
     };
+    let for_condition = {
+        let plans = context.stores.namespaced.install_plans.clone();
+        move |condition: Arc<OperatorCondition>| upgrade_gate::plans(&plans, &condition)
+    };
+    let for_deleted_condition = for_condition.clone();
     let controller = Controller::for_shared_stream(reflectors.install_plans.subscribe(), plans)
         .watches_shared_stream(reflectors.catalog_sources.subscribe(), for_catalog)
+        .watches_shared_stream(reflectors.operator_conditions.subscribe(), for_condition)
+        .watches_shared_stream(
+            reflectors.operator_conditions.subscribe_deleted(),
+            for_deleted_condition,
+        )
         .reconcile_on(for_secret);
     let state = Arc::new(InstallPlanContext {
         context: context.clone(),

@@ -1,6 +1,7 @@
 //! One InstallPlan reconcile: read the plan's record → approval → pull every bundle with the
 //! credentials of its own catalog (`bundles`, registry only) → check them together (pure) →
-//! create the CSVs, dependencies first (the only writes besides status) → status.
+//! create the CSVs, dependencies first (the only writes besides status) → status (`Complete`, or
+//! `Installing` while an OperatorCondition holds the upgrade: `held`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use super::csv_builder::{CsvInputs, build_csv, steps};
 use super::declared::unmet;
 use super::error::InstallPlanError;
 use super::fetch::Fetched;
+use super::held;
 use super::properties::csv_properties;
 use super::status::{Lookup, LookupProgress, complete, installing, requires_approval};
 use super::status_writer::StatusWriter;
@@ -87,6 +89,30 @@ pub async fn reconcile(
             .write(requires_approval(plan.status.as_ref(), &catalogs))
             .await?;
         return Ok(Action::requeue(context.settings.resync));
+    }
+
+    // Created its CSVs and held by the upgrade gate: only the gate decides what comes next.
+    if let Some(steps) = held::recorded_steps(
+        &context.stores,
+        &writer.namespace,
+        plan.status.as_ref(),
+        &plan.spec.cluster_service_version_names,
+    ) {
+        let next = match held::message(&context.stores, &writer.namespace, &entries) {
+            Some(message) => held::status(
+                plan.status.as_ref(),
+                &catalogs,
+                steps.to_vec(),
+                &message,
+                &now,
+            ),
+            None => {
+                tracing::info!(namespace = %writer.namespace, name = %writer.name, "upgrade no longer held; InstallPlan complete");
+                complete(plan.status.as_ref(), &catalogs, steps.to_vec(), &now)
+            }
+        };
+        writer.write(next).await?;
+        return Ok(Action::await_change());
     }
 
     let lookups: Vec<Lookup<'_>> = entries.iter().map(lookup).collect();
@@ -217,6 +243,17 @@ pub async fn reconcile(
             (&entry.catalog_namespace, &entry.catalog_name),
             step_status,
         ));
+    }
+    if let Some(message) = held::message(&context.stores, &writer.namespace, &entries) {
+        let waiting = held::status(status.as_ref(), &catalogs, steps_done, &message, &now);
+        writer.write_from(status.as_ref(), waiting).await?;
+        tracing::info!(
+            namespace = %writer.namespace,
+            name = %writer.name,
+            reason = %message,
+            "InstallPlan held by an OperatorCondition"
+        );
+        return Ok(Action::await_change());
     }
     let done = complete(status.as_ref(), &catalogs, steps_done, &now);
     writer.write_from(status.as_ref(), done).await?;

@@ -55,7 +55,8 @@ impl<'a> LookupProgress<'a> {
     }
 }
 
-fn base(current: Option<&InstallPlanStatus>, catalogs: &[&str]) -> InstallPlanStatus {
+/// The status as stored, with the plan's CatalogSources listed once each.
+pub(super) fn base(current: Option<&InstallPlanStatus>, catalogs: &[&str]) -> InstallPlanStatus {
     let mut status = current.cloned().unwrap_or_default();
     status.catalog_sources = Vec::new();
     for catalog in catalogs {
