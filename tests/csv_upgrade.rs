@@ -66,7 +66,8 @@ async fn an_upgrade_takes_over_kept_objects_sweeps_dropped_ones_and_deletes_the_
     env.start_manager();
     wait_phase(&env, NS, &old.name_any(), Phase::Succeeded).await;
     let old_rbac = labelled_for(&env, &old.name_any());
-    assert_eq!(old_rbac.len(), 4, "{old_rbac:?}");
+    // Two permissions, two clusterPermissions, and the OperatorCondition's Role.
+    assert_eq!(old_rbac.len(), 5, "{old_rbac:?}");
     assert!(
         env.api
             .get::<Service>(NS, "widget-controller-metrics")
@@ -152,7 +153,7 @@ async fn an_upgrade_takes_over_kept_objects_sweeps_dropped_ones_and_deletes_the_
                 && env.api.get::<ClusterRole>("", name).is_none()
         );
     }
-    assert_eq!(labelled_for(&env, &new.name_any()).len(), 4);
+    assert_eq!(labelled_for(&env, &new.name_any()).len(), 5);
     // Dropped by the new bundle: deleted.
     assert!(
         env.api
@@ -245,7 +246,11 @@ async fn rbac_in_another_target_namespace_is_created_and_removed_with_the_operat
             "no cross-namespace owner reference"
         );
     }
-    assert_eq!(roles_in(NS).len(), 2, "and in the operator's own namespace");
+    assert_eq!(
+        roles_in(NS).len(),
+        3,
+        "and in the operator's own namespace, with the OperatorCondition's Role"
+    );
 
     delete_csv(&env, NS, &csv.name_any()).await;
     wait_gone(&env, NS, &csv.name_any()).await;

@@ -443,6 +443,7 @@ pub fn objects_marked_by_opcat(env: &Env) -> BTreeSet<String> {
     scan!(ClusterRoleBinding);
     scan!(CustomResourceDefinition);
     scan!(ClusterServiceVersion);
+    scan!(opcat::api::OperatorCondition);
     found
 }
 
