@@ -74,6 +74,14 @@ async fn one_install_publishes_one_event_and_writes_each_status_once_per_transit
         assert_eq!(count(Verb::Get, resource, ""), 0, "{resource}: {report}");
         assert!(count(Verb::Patch, resource, "") > 0, "{resource}: {report}");
     }
+    // The OperatorCondition: one apply, from its watch; nothing to observe into its status yet.
+    assert_eq!(count(Verb::Get, "operatorconditions", ""), 0, "{report}");
+    assert_eq!(count(Verb::Patch, "operatorconditions", ""), 1, "{report}");
+    assert_eq!(
+        count(Verb::Patch, "operatorconditions", "status"),
+        0,
+        "{report}"
+    );
     assert_eq!(count(Verb::Get, "deployments", ""), 2, "{report}");
     assert_eq!(count(Verb::Get, "services", ""), 1, "{report}");
     // Copies are created first: no GET of a copy's name to find nothing there.

@@ -108,9 +108,10 @@ pub struct RenderedBundle {
     /// which name it in `OPERATOR_CONDITION_NAME`, and drift-checks it against its own watch.
     pub operator_condition: crate::api::OperatorCondition,
     /// Kind, namespace and name of each object whose name opcat derives with a hash over the
-    /// object's inputs (the RBAC generated from `permissions` and `clusterPermissions`). Nothing
-    /// else names an object so, so the controller creates these without first reading the name
-    /// to look for a foreign object there (issue 12).
+    /// object's inputs (the RBAC generated from `permissions` and `clusterPermissions`), and of
+    /// the OperatorCondition's Role and RoleBinding (named like the CSV: only OLM names objects
+    /// so, for the same grant). Nothing else names an object so, so the controller creates
+    /// these without first reading the name to look for a foreign object there (issue 12).
     pub hashed_names: BTreeSet<(String, Option<String>, String)>,
 }
 
@@ -227,8 +228,11 @@ pub fn render(bundle: &Bundle, context: &RenderContext<'_>) -> Result<RenderedBu
         context,
         &stamp,
     )?;
+    let operator_condition = operator_condition::operator_condition(csv, context, &stamp);
+    let operator_condition_rbac = operator_condition::rbac(&operator_condition, context, &stamp)?;
     let hashed_names = rbac_objects
         .iter()
+        .chain(&operator_condition_rbac)
         .map(|object| {
             let (kind, namespace, name) = key(object);
             (
@@ -260,12 +264,7 @@ pub fn render(bundle: &Bundle, context: &RenderContext<'_>) -> Result<RenderedBu
     others.retain(|object| !services.iter().any(|service| key(service) == key(object)));
     others.extend(services);
     rbac_objects.extend(serving_rbac);
-    let operator_condition = operator_condition::operator_condition(csv, context, &stamp);
-    rbac_objects.extend(operator_condition::rbac(
-        &operator_condition,
-        context,
-        &stamp,
-    )?);
+    rbac_objects.extend(operator_condition_rbac);
     let webhooks = webhooks::webhook_objects(csv, context, &stamp)?;
     let service_account_names = service_accounts(bundle);
     let accounts = objects::service_accounts(

@@ -10,7 +10,8 @@
 //! - a Role and a RoleBinding named like it: `get`, `update`, `patch` on `operatorconditions`
 //!   with `resourceNames: [<name>]`, bound to those ServiceAccounts (operator-lib's
 //!   `conditions` package reads the object and updates `spec.conditions` with the operator's
-//!   own client);
+//!   own client). Only OLM names objects so, for the same grant: they are created without a
+//!   read first, like the RBAC opcat names with a hash;
 //! - `OPERATOR_CONDITION_NAME=<name>` on every container of every Deployment of the CSV
 //!   ([`inject_env`]; OLM `install/deployment.go`, `InjectEnvIntoDeployment`: a variable of that
 //!   name is replaced in place, else appended; init containers are left alone).
