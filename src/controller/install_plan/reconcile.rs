@@ -62,6 +62,11 @@ pub async fn reconcile(
         // finished the plan); its watch event brings the next reconcile.
         return Ok(Action::requeue(context.settings.wait_requeue));
     }
+    if !context.stores.is_ready() {
+        // The upgrade gate reads the CSV and OperatorCondition stores: right after a start, an
+        // empty store would let a held upgrade through.
+        return Ok(Action::requeue(context.settings.wait_requeue));
+    }
     let plan = stored.object();
     let writer = StatusWriter::new(context, &ctx.own_writes, &plan);
     let now = status_time(context.clock.now());
