@@ -353,7 +353,14 @@ async fn an_operator_holds_its_upgrade_with_its_own_permissions_until_it_flips()
 
     set_upgradeable(&operator, V1, "True", "the migration is done").await;
     upgraded(&fixture).await;
-    ops_support::assert_allowed_by_rbac(&fixture.env.manager_requests());
+    let requests = fixture.env.manager_requests();
+    ops_support::assert_allowed_by_rbac(&requests);
+    // DESIGN invariant 6: the observed status went by patch to the status subresource.
+    assert!(requests.get_subresource(Verb::Patch, "operatorconditions", "status") > 0);
+    assert_eq!(
+        requests.get_subresource(Verb::Update, "operatorconditions", "status"),
+        0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
