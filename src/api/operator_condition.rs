@@ -15,9 +15,7 @@
 //! operators and admins write them, and one odd entry must not stop opcat's watch of every
 //! OperatorCondition.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSON,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{CustomResource, CustomResourceExt};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
@@ -255,29 +253,15 @@ pub fn operator_condition_crd() -> CustomResourceDefinition {
     };
     // OLM lists `v1` first.
     crd.spec.versions.sort_by(|a, b| a.name.cmp(&b.name));
+    super::schema::optional_spec(&mut crd, &serde_json::json!({}));
     for version in &mut crd.spec.versions {
-        version.subresources.get_or_insert_default();
-        let Some(root) = version
+        // schemars titles the `v1` root after its Rust type; OLM's schema has no title.
+        if let Some(root) = version
             .schema
             .as_mut()
             .and_then(|schema| schema.open_api_v3_schema.as_mut())
-        else {
-            continue;
-        };
-        // schemars titles the `v1` root after its Rust type; OLM's schema has no title.
-        root.title = None;
-        if let Some(required) = root.required.as_mut() {
-            required.retain(|field| field != "spec");
-        }
-        if root.required.as_ref().is_some_and(Vec::is_empty) {
-            root.required = None;
-        }
-        if let Some(spec) = root
-            .properties
-            .as_mut()
-            .and_then(|properties| properties.get_mut("spec"))
         {
-            spec.default = Some(JSON(serde_json::json!({})));
+            root.title = None;
         }
     }
     crd
@@ -285,6 +269,8 @@ pub fn operator_condition_crd() -> CustomResourceDefinition {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSON;
+
     use super::*;
 
     #[test]

@@ -5,9 +5,7 @@
 //! `pkg/operators/v1/operatorgroup_types.go`).
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSON,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
 use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
@@ -113,28 +111,10 @@ impl OperatorGroupSpec {
 /// OperatorGroups written without a spec (the usual "all namespaces" group) are accepted.
 pub fn operator_group_crd() -> CustomResourceDefinition {
     let mut crd = OperatorGroup::crd();
-    for version in &mut crd.spec.versions {
-        let Some(root) = version
-            .schema
-            .as_mut()
-            .and_then(|schema| schema.open_api_v3_schema.as_mut())
-        else {
-            continue;
-        };
-        if let Some(required) = root.required.as_mut() {
-            required.retain(|field| field != "spec");
-        }
-        if root.required.as_ref().is_some_and(Vec::is_empty) {
-            root.required = None;
-        }
-        if let Some(spec) = root
-            .properties
-            .as_mut()
-            .and_then(|properties| properties.get_mut("spec"))
-        {
-            spec.default = Some(JSON(serde_json::json!({ "upgradeStrategy": "Default" })));
-        }
-    }
+    super::schema::optional_spec(
+        &mut crd,
+        &serde_json::json!({ "upgradeStrategy": "Default" }),
+    );
     let legacy = crd.spec.versions.first().cloned().map(|mut version| {
         version.name = SERVED_LEGACY_VERSION.to_owned();
         version.storage = false;

@@ -4,6 +4,9 @@
 //! *structural* schema (see the Kubernetes docs on structural schemas): the apiserver must be
 //! able to prune and default with it.
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSON,
+};
 use schemars::{Schema, SchemaGenerator, json_schema};
 
 /// Any JSON value (object, array, string, number, boolean), kept as written.
@@ -23,4 +26,31 @@ pub(crate) fn any_json(_: &mut SchemaGenerator) -> Schema {
 /// show) would be lost. Without a type description the field's description stays.
 pub(crate) fn drop_description(schema: &mut Schema) {
     schema.remove("description");
+}
+
+/// Makes `spec` optional in every version of `crd`, with `default` as its default: the apiserver
+/// fills it in when an object is written or read without one, so readers always find it.
+pub(crate) fn optional_spec(crd: &mut CustomResourceDefinition, default: &serde_json::Value) {
+    for version in &mut crd.spec.versions {
+        let Some(root) = version
+            .schema
+            .as_mut()
+            .and_then(|schema| schema.open_api_v3_schema.as_mut())
+        else {
+            continue;
+        };
+        if let Some(required) = root.required.as_mut() {
+            required.retain(|field| field != "spec");
+        }
+        if root.required.as_ref().is_some_and(Vec::is_empty) {
+            root.required = None;
+        }
+        if let Some(spec) = root
+            .properties
+            .as_mut()
+            .and_then(|properties| properties.get_mut("spec"))
+        {
+            spec.default = Some(JSON(default.clone()));
+        }
+    }
 }

@@ -10,8 +10,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 
-use super::status::base;
-use crate::api::conditions::{DesiredCondition, Status, set_condition};
+use super::status::steps_done;
+use crate::api::conditions::{DesiredCondition, Status};
 use crate::api::csv_reasons::OPERATOR_CONDITION_NOT_UPGRADEABLE;
 use crate::api::install_plan::{InstallPlanStatus, Step};
 use crate::api::install_plan_status::{CONDITION_INSTALLED, PHASE_INSTALLING};
@@ -59,25 +59,13 @@ pub fn status(
     message: &str,
     now: &Time,
 ) -> InstallPlanStatus {
-    let mut status = base(current, catalogs);
-    status.phase = PHASE_INSTALLING.to_owned();
-    status.start_time.get_or_insert_with(|| now.clone());
-    status.plan = Some(steps);
-    status.bundle_lookups = None;
-    status.message = Some(message.to_owned());
-    let mut conditions = status.conditions.take().unwrap_or_default();
-    set_condition(
-        &mut conditions,
-        &DesiredCondition::new(
-            CONDITION_INSTALLED,
-            Status::False,
-            OPERATOR_CONDITION_NOT_UPGRADEABLE,
-            message,
-        ),
-        now,
+    let installed = DesiredCondition::new(
+        CONDITION_INSTALLED,
+        Status::False,
+        OPERATOR_CONDITION_NOT_UPGRADEABLE,
+        message,
     );
-    status.conditions = Some(conditions);
-    status
+    steps_done(current, catalogs, PHASE_INSTALLING, steps, &installed, now)
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ impl<'a> LookupProgress<'a> {
 }
 
 /// The status as stored, with the plan's CatalogSources listed once each.
-pub(super) fn base(current: Option<&InstallPlanStatus>, catalogs: &[&str]) -> InstallPlanStatus {
+fn base(current: Option<&InstallPlanStatus>, catalogs: &[&str]) -> InstallPlanStatus {
     let mut status = current.cloned().unwrap_or_default();
     status.catalog_sources = Vec::new();
     for catalog in catalogs {
@@ -117,18 +117,28 @@ pub fn complete(
     steps: Vec<Step>,
     now: &Time,
 ) -> InstallPlanStatus {
+    let installed = DesiredCondition::new(CONDITION_INSTALLED, Status::True, "", "");
+    steps_done(current, catalogs, PHASE_COMPLETE, steps, &installed, now)
+}
+
+/// The CSVs exist (`steps`): `phase`, no lookups, the `Installed` condition as `installed`
+/// says, its message as the plan's.
+pub(super) fn steps_done(
+    current: Option<&InstallPlanStatus>,
+    catalogs: &[&str],
+    phase: &str,
+    steps: Vec<Step>,
+    installed: &DesiredCondition<'_>,
+    now: &Time,
+) -> InstallPlanStatus {
     let mut status = base(current, catalogs);
-    status.phase = PHASE_COMPLETE.to_owned();
+    status.phase = phase.to_owned();
     status.start_time.get_or_insert_with(|| now.clone());
     status.plan = Some(steps);
     status.bundle_lookups = None;
-    status.message = None;
+    status.message = Some(installed.message.to_owned()).filter(|message| !message.is_empty());
     let mut conditions = status.conditions.take().unwrap_or_default();
-    set_condition(
-        &mut conditions,
-        &DesiredCondition::new(CONDITION_INSTALLED, Status::True, "", ""),
-        now,
-    );
+    set_condition(&mut conditions, installed, now);
     status.conditions = Some(conditions);
     status
 }
