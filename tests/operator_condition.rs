@@ -30,6 +30,7 @@ use kube::{Client, ResourceExt};
 use opcat::api::operator_condition::v1::OperatorConditionV1;
 use opcat::api::operator_condition::{OperatorConditionEntry, UPGRADEABLE};
 use opcat::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase, OperatorCondition};
+use opcat::controller::context::Settings;
 use subscription_support::{Fixture, NAMESPACE, TIMEOUT, condition, plan_phase, widget_catalog};
 use support::{Env, MANAGER_AGENT};
 
@@ -200,6 +201,18 @@ async fn set_upgradeable(operator: &Client, name: &str, status: &str, message: &
         .expect("the operator updates its condition");
 }
 
+/// The polling fixture, its manager restarted with a resync far longer than any test: what
+/// releases a held upgrade is the OperatorCondition's watch, not a periodic look.
+async fn fixture_without_resync() -> Fixture {
+    let mut fixture = Fixture::start_polling().await;
+    fixture.env.stop_manager().await;
+    fixture.env.start_manager_with(Settings {
+        resync: Duration::from_secs(3600),
+        ..Env::settings()
+    });
+    fixture
+}
+
 /// Installs v1.0.0 from a catalog that has only it, then has the operator say
 /// `Upgradeable=False` and waits until opcat observed it.
 async fn installed_and_held(fixture: &Fixture, operator: &Client) {
@@ -344,7 +357,7 @@ async fn upgraded(fixture: &Fixture) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_holds_its_upgrade_with_its_own_permissions_until_it_flips() {
-    let fixture = Fixture::start_polling().await;
+    let fixture = fixture_without_resync().await;
     let operator = operator_client(&fixture);
     installed_and_held(&fixture, &operator).await;
 
@@ -365,7 +378,7 @@ async fn an_operator_holds_its_upgrade_with_its_own_permissions_until_it_flips()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_override_releases_a_held_upgrade_and_both_versions_read_it() {
-    let fixture = Fixture::start_polling().await;
+    let fixture = fixture_without_resync().await;
     let operator = operator_client(&fixture);
     installed_and_held(&fixture, &operator).await;
     upgrade_is_held(&fixture, "a data migration is running").await;

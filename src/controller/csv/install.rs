@@ -102,7 +102,9 @@ pub async fn reconcile(state: &Csvs, csv: &ClusterServiceVersion) -> Result<Acti
                 held.message,
             );
             csv_writes::set_status(&context.client, csv, &update, &now).await?;
-            return Ok(Action::await_change());
+            // The OperatorCondition's watch events bring the next look; the resync is the
+            // same safety net every converged CSV has, not a poll of the gate.
+            return Ok(Action::requeue(context.settings.resync));
         }
         let ready = status::set_phase(csv.status.as_ref(), &PhaseUpdate::install_ready(), &now);
         working.status = ready.or(working.status);

@@ -117,7 +117,9 @@ pub async fn reconcile(
             }
         };
         writer.write(next).await?;
-        return Ok(Action::await_change());
+        // Held: the OperatorCondition's watch events bring the next look (resync: the safety
+        // net). Complete: a record.
+        return Ok(Action::requeue(context.settings.resync));
     }
 
     let lookups: Vec<Lookup<'_>> = entries.iter().map(lookup).collect();
@@ -258,7 +260,7 @@ pub async fn reconcile(
             reason = %message,
             "InstallPlan held by an OperatorCondition"
         );
-        return Ok(Action::await_change());
+        return Ok(Action::requeue(context.settings.resync));
     }
     let done = complete(status.as_ref(), &catalogs, steps_done, &now);
     writer.write_from(status.as_ref(), done).await?;
