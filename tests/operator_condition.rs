@@ -171,11 +171,13 @@ async fn the_variable_and_the_operator_condition_come_and_go_together() {
     env.stop_manager().await;
 }
 
-/// The operator's client. Stand-in: the admin's, until the in-memory API server authenticates
-/// ServiceAccount tokens (branch `fake-authz`); the Role opcat creates is checked by content in
-/// `the_variable_and_the_operator_condition_come_and_go_together` meanwhile.
+/// The operator's own client: a token of its ServiceAccount, as its pod would mount.
 fn operator_client(fixture: &Fixture) -> Client {
-    fixture.env.client.clone()
+    let token = fixture
+        .env
+        .api
+        .service_account_token(NAMESPACE, "widget-controller");
+    fixture.env.api.client_with_token(&token)
 }
 
 /// What operator-lib's `conditions` package does: read the OperatorCondition named by
@@ -360,6 +362,13 @@ async fn an_operator_holds_its_upgrade_with_its_own_permissions_until_it_flips()
     let fixture = fixture_without_resync().await;
     let operator = operator_client(&fixture);
     installed_and_held(&fixture, &operator).await;
+    // Its Role names its own OperatorCondition only.
+    let others: Api<OperatorCondition> = Api::namespaced(operator.clone(), NAMESPACE);
+    let denied = others.get("another-operator.v1").await.unwrap_err();
+    assert!(
+        matches!(&denied, kube::Error::Api(status) if status.code == 403),
+        "{denied:?}"
+    );
 
     upgrade_is_held(&fixture, "a data migration is running").await;
     held_without_writes(&fixture).await;
