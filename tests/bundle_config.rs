@@ -11,6 +11,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use opcat::api::subscription::SubscriptionConfig;
 
+/// The fixture's CSV: the name of its OperatorCondition.
+const CSV: &str = "gizmo-operator.v1.0.0";
+
 /// `gizmo-controller` rendered with `config` (YAML of a Subscription's `spec.config`).
 fn controller_with(config: &str) -> Deployment {
     let bundle = load(&fixture("gizmo"));
@@ -58,15 +61,34 @@ fn env_is_merged_by_name_in_every_container_but_not_init_containers() {
             ("LOG_LEVEL", "debug"),
             ("WATCH_NAMESPACE", "<valueFrom>"),
             ("HTTP_PROXY", "http://proxy:3128"),
+            ("OPERATOR_CONDITION_NAME", CSV),
         ]),
-        "overridden in place, new ones appended"
+        "overridden in place, new ones appended, OLM's own last"
     );
     assert_eq!(
         env_of(container(pod, "sidecar")),
-        pairs(&[("LOG_LEVEL", "debug"), ("HTTP_PROXY", "http://proxy:3128")])
+        pairs(&[
+            ("LOG_LEVEL", "debug"),
+            ("HTTP_PROXY", "http://proxy:3128"),
+            ("OPERATOR_CONDITION_NAME", CSV),
+        ])
     );
     let init = &pod.init_containers.as_ref().unwrap()[0];
     assert!(init.env.is_none(), "OLM leaves init containers alone");
+}
+
+#[test]
+fn the_operator_condition_name_wins_over_a_config_variable_of_that_name() {
+    let deployment = controller_with("env:\n  - {name: OPERATOR_CONDITION_NAME, value: mine}\n");
+    let names: Vec<_> = env_of(container(pod_spec(&deployment), "manager"))
+        .into_iter()
+        .filter(|(name, _)| name == "OPERATOR_CONDITION_NAME")
+        .collect();
+    assert_eq!(
+        names,
+        pairs(&[("OPERATOR_CONDITION_NAME", CSV)]),
+        "as OLM injects it after the config"
+    );
 }
 
 #[test]
