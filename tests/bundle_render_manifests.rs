@@ -62,8 +62,8 @@ fn bundle_manifests_get_fresh_metadata_in_the_install_namespace() {
     // Two identical `permissions` entries for `gizmo` render one Role.
     assert_eq!(
         of_kind(&rendered.rbac, "Role").len(),
-        3,
-        "gizmo, gizmo-auditor, gizmo-leader"
+        4,
+        "gizmo, gizmo-auditor, gizmo-leader, and the OperatorCondition's"
     );
 }
 

@@ -214,8 +214,9 @@ fn expected_deployment(case: &str) -> Value {
 /// Our Deployment for an install into `argocd-system`, reduced to what OLM v1 also renders.
 ///
 /// Intentional differences, removed here: opcat adds its ownership labels and owner reference
-/// (OLM v1 owns objects through its ClusterExtension), and the `olm.operatorGroup` pod
-/// annotation (OLM v0 sets it from the OperatorGroup; OLM v1 has no OperatorGroups). Neither adds
+/// (OLM v1 owns objects through its ClusterExtension), the `olm.operatorGroup` pod annotation
+/// (OLM v0 sets it from the OperatorGroup; OLM v1 has no OperatorGroups) and the containers'
+/// `OPERATOR_CONDITION_NAME` (OLM v0 injects it; OLM v1 has no OperatorConditions). Neither adds
 /// pull secrets here (no copies are passed).
 fn our_deployment(targets: TargetNamespaces, config: Option<&str>) -> Value {
     let bundle = argocd_bundle();
@@ -239,6 +240,16 @@ fn our_deployment(targets: TargetNamespaces, config: Option<&str>) -> Value {
         .as_object_mut()
         .unwrap()
         .remove("olm.operatorGroup");
+    for container in deployment["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+    {
+        let env = container["env"].as_array_mut().unwrap();
+        env.retain(|var| var["name"] != "OPERATOR_CONDITION_NAME");
+        if env.is_empty() {
+            container.as_object_mut().unwrap().remove("env");
+        }
+    }
     deployment
 }
 
