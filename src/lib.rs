@@ -21,6 +21,7 @@ pub mod graph;
 pub mod interner;
 pub mod metrics;
 pub mod operator_conditions;
+pub mod package_server;
 pub mod pull_secrets;
 pub mod registry;
 pub mod resolve;
