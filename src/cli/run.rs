@@ -13,7 +13,10 @@ use crate::admin::{AdminServer, Health};
 use crate::controller::clock::SystemClock;
 use crate::controller::context::Settings;
 use crate::controller::leader::lease::{LeaseTimings, TimingsError};
-use crate::controller::leader::term::{Term, manager_term};
+use crate::controller::leader::term::{Term, manager_term_with};
+use crate::controller::package_api::PackageApi;
+use crate::package_server::PackageServer;
+use crate::package_server::reviews::KubeReviewer;
 use crate::controller::leader::{Elector, LeaderConfig};
 use crate::controller::manager;
 use crate::controller::stores::Scope;
@@ -51,6 +54,8 @@ pub enum RunError {
     Client(#[source] kube::Error),
     #[error("the controllers stopped by themselves (see the errors logged above)")]
     ManagerStopped,
+    #[error(transparent)]
+    PackageApi(crate::package_server::ServeError),
 }
 
 pub async fn execute(args: Args) -> CliResult {
@@ -69,8 +74,37 @@ pub async fn execute(args: Args) -> CliResult {
     let health = Arc::new(Health::default());
     let _admin = AdminServer::start(args.admin_address, health.clone(), metrics.clone()).await?;
 
+    let package_listener = match package_api_namespace(&args) {
+        Some(namespace) => Some((
+            namespace,
+            crate::package_server::bind(args.package_api_address)
+                .await
+                .map_err(RunError::PackageApi)?,
+        )),
+        None => None,
+    };
+
     let client = client().await?;
     manager::check_crds(&client).await?;
+    let package_api = package_listener.map(|(namespace, listener)| {
+        let server = PackageServer::new(Arc::new(KubeReviewer::new(client.clone())));
+        let serving = server.clone();
+        // Serves until the process exits: a stopping leader still answers while it leaves the
+        // Service (the term removes its pod's label first).
+        tokio::spawn(async move {
+            if let Err(error) = serving.serve(listener, std::future::pending()).await {
+                tracing::error!(error = %crate::failure::error_chain(&error), "package API stopped");
+            }
+        });
+        tracing::info!(address = %args.package_api_address, %namespace, "package API listening");
+        PackageApi {
+            server,
+            namespace,
+            service: args.package_api_service.clone(),
+            secret: args.package_api_secret.clone(),
+            pod: std::env::var("POD_NAME").ok().filter(|pod| !pod.trim().is_empty()),
+        }
+    });
 
     let settings = Settings {
         scope: args
@@ -93,13 +127,14 @@ pub async fn execute(args: Args) -> CliResult {
         leader_elect = args.leader_elect,
         "starting opcat"
     );
-    let mut start_term = manager_term(
+    let mut start_term = manager_term_with(
         client.clone(),
         registry,
         Arc::new(SystemClock),
         settings,
         metrics.clone(),
         health.clone(),
+        package_api,
     );
     let stop = shutdown_signal(health.clone());
     match leader {
@@ -140,6 +175,23 @@ async fn run_without_election(
     term.stop(shutdown_timeout, std::future::pending()).await;
     metrics.set_leader(false);
     Ok(())
+}
+
+/// opcat's namespace for the package API, or `None` when the API is off: disabled, or opcat
+/// runs outside a pod without --package-api-namespace (a local run: there is no Service to
+/// serve behind).
+fn package_api_namespace(args: &Args) -> Option<String> {
+    if args.disable_package_api {
+        tracing::info!("package API disabled (--disable-package-api)");
+        return None;
+    }
+    let namespace = args.package_api_namespace.clone().or_else(own_namespace);
+    if namespace.is_none() {
+        tracing::info!(
+            "package API off: not running in a pod; set --package-api-namespace to serve it"
+        );
+    }
+    namespace
 }
 
 fn leader_config(args: &Args) -> Result<LeaderConfig, RunError> {

@@ -140,6 +140,65 @@ pub struct Args {
     )]
     pub admin_address: SocketAddr,
 
+    /// Address of the package API (the aggregated `packages.operators.coreos.com` API server
+    /// that answers `kubectl get packagemanifests`; HTTPS with a certificate opcat issues).
+    /// The package API Service's targetPort points here.
+    #[arg(
+        long,
+        env = "OPCAT_PACKAGE_API_ADDRESS",
+        value_name = "IP:PORT",
+        default_value = "0.0.0.0:5443",
+        help_heading = "Package API"
+    )]
+    pub package_api_address: SocketAddr,
+
+    /// Do not serve the package API (without it, `kubectl get packagemanifests` and the tools
+    /// built on it do not work). It is also off outside a pod unless --package-api-namespace
+    /// is given.
+    #[arg(
+        long,
+        env = "OPCAT_DISABLE_PACKAGE_API",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        help_heading = "Package API"
+    )]
+    pub disable_package_api: bool,
+
+    /// opcat's own namespace, where the package API's Service, certificate Secret and pods
+    /// are. Default: the POD_NAMESPACE environment variable, else the namespace of the pod's
+    /// service account.
+    #[arg(
+        long,
+        env = "OPCAT_PACKAGE_API_NAMESPACE",
+        value_name = "NAMESPACE",
+        value_parser = dns_label,
+        help_heading = "Package API"
+    )]
+    pub package_api_namespace: Option<String>,
+
+    /// Name of the Service the APIService v1.packages.operators.coreos.com points at (the
+    /// serving certificate is issued for <service>.<namespace>.svc).
+    #[arg(
+        long,
+        env = "OPCAT_PACKAGE_API_SERVICE",
+        value_name = "NAME",
+        default_value = crate::controller::package_api::DEFAULT_SERVICE,
+        value_parser = dns_label,
+        help_heading = "Package API"
+    )]
+    pub package_api_service: String,
+
+    /// Name of the Secret (in opcat's namespace) holding the package API's serving certificate
+    /// and its CA, which opcat issues and rotates.
+    #[arg(
+        long,
+        env = "OPCAT_PACKAGE_API_SECRET",
+        value_name = "NAME",
+        default_value = crate::controller::package_api::DEFAULT_SECRET,
+        value_parser = dns_subdomain,
+        help_heading = "Package API"
+    )]
+    pub package_api_secret: String,
+
     /// Reconcile only while holding the leader Lease, so that several replicas can run for
     /// availability. Identity: the POD_NAME environment variable (else host name and process
     /// id).

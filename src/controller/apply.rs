@@ -340,3 +340,30 @@ fn log_status_write<K: Resource<DynamicType = ()>>(
         tracing::debug!(kind = %K::kind(&()), name, ?changed, "status write");
     }
 }
+
+/// Sets (`Some`) or removes (`None`) one label of `name` with a JSON merge patch, which leaves
+/// every other label as it is. An object that is gone is not an error.
+pub async fn patch_label<K>(
+    api: &Api<K>,
+    name: &str,
+    key: &str,
+    value: Option<&str>,
+) -> Result<(), ApplyError>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
+{
+    let patch = serde_json::json!({"metadata": {"labels": {key: value}}});
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(error) if is_not_found(&error) => Ok(()),
+        Err(source) => Err(ApplyError::new(
+            "label",
+            &K::kind(&()),
+            name.to_owned(),
+            source,
+        )),
+    }
+}

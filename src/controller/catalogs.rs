@@ -1,7 +1,7 @@
 //! The catalogs opcat has loaded, in memory, keyed by CatalogSource. The CatalogSource
 //! reconciler is the only writer; the Subscription reconciler reads.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use k8s_openapi::jiff::Timestamp;
@@ -40,6 +40,9 @@ pub type CatalogKey = (String, String);
 #[derive(Debug, Default)]
 pub struct CatalogIndex {
     catalogs: RwLock<HashMap<CatalogKey, Arc<LoadedCatalog>>>,
+    /// CatalogSources whose first load of this term has been tried (loaded or failed): the
+    /// package API serves once every CatalogSource is settled.
+    settled: RwLock<HashSet<CatalogKey>>,
 }
 
 impl CatalogIndex {
@@ -63,6 +66,21 @@ impl CatalogIndex {
         if let Ok(mut catalogs) = self.catalogs.write() {
             catalogs.remove(&(namespace.to_owned(), name.to_owned()));
         }
+    }
+
+    /// Records that the CatalogSource `namespace/name` has been reconciled once: its catalog
+    /// is loaded, or loading it failed and says so in its status.
+    pub fn mark_settled(&self, namespace: &str, name: &str) {
+        if let Ok(mut settled) = self.settled.write() {
+            settled.insert((namespace.to_owned(), name.to_owned()));
+        }
+    }
+
+    /// Whether [`CatalogIndex::mark_settled`] was called for `namespace/name`.
+    pub fn is_settled(&self, namespace: &str, name: &str) -> bool {
+        self.settled
+            .read()
+            .is_ok_and(|settled| settled.contains(&(namespace.to_owned(), name.to_owned())))
     }
 
     /// How much is loaded (for metrics).

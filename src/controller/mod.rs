@@ -52,6 +52,7 @@ pub mod namespace_index;
 pub mod operator_condition;
 pub mod own_writes;
 pub mod owned_objects;
+pub mod package_api;
 pub mod plan_record;
 pub mod resources;
 pub mod source_secrets;

@@ -155,8 +155,9 @@ pub async fn reconcile(
                 generation: catalog_source.meta().generation,
                 now,
             };
-            if write_status(context, &catalog_source, &namespace, &observed).await?
-                == Outcome::Applied
+            let written = write_status(context, &catalog_source, &namespace, &observed).await?;
+            context.catalogs.mark_settled(&namespace, &name);
+            if written == Outcome::Applied
             {
                 tracing::info!(%namespace, %name, reason = message.as_str(), "CatalogSource not servable");
             }
@@ -210,6 +211,7 @@ pub async fn reconcile(
     };
     write_status(context, &catalog_source, &namespace, &observed).await?;
     context.backoffs.succeeded(&backoff_key(&namespace, &name));
+    context.catalogs.mark_settled(&namespace, &name);
 
     // Look again when the next poll or retry is due.
     let requeue = match poll::decide(tracked.as_ref(), raw, &sources.fingerprint, every, now) {

@@ -21,6 +21,7 @@ use crate::admin::{Health, Phase};
 use crate::controller::clock::Clock;
 use crate::controller::context::Settings;
 use crate::controller::manager::{self, Shutdown};
+use crate::controller::package_api::{self, PackageApi};
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 
@@ -141,6 +142,20 @@ pub fn manager_term(
     metrics: Arc<Metrics>,
     health: Arc<Health>,
 ) -> impl FnMut(Shutdown) -> BoxFuture<'static, ()> + Send + 'static {
+    manager_term_with(client, registry, clock, settings, metrics, health, None)
+}
+
+/// [`manager_term`], each term also serving the package API when `package_api` is set
+/// ([`crate::controller::package_api`]).
+pub fn manager_term_with(
+    client: Client,
+    registry: Arc<Registry>,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    package_api: Option<PackageApi>,
+) -> impl FnMut(Shutdown) -> BoxFuture<'static, ()> + Send + 'static {
     move |shutdown| {
         health.set(Phase::Syncing);
         let running = manager::start_with_metrics(
@@ -149,11 +164,20 @@ pub fn manager_term(
             clock.clone(),
             settings.clone(),
             metrics.clone(),
-            shutdown,
+            shutdown.clone(),
         );
         let context = running.context;
         let health = health.clone();
+        let package_api = package_api
+            .clone()
+            .map(|api| package_api::run(context.clone(), api, shutdown).boxed());
         async move {
+            let package_api = async move {
+                match package_api {
+                    Some(run) => run.await,
+                    None => std::future::pending().await,
+                }
+            };
             // The context lives as long as the term (the metrics sampler reads it).
             let ready = async move {
                 if context.stores.wait_until_ready().await.is_ok() {
@@ -162,8 +186,9 @@ pub fn manager_term(
                 }
                 std::future::pending::<()>().await;
             };
+            let running = running.future;
             tokio::select! {
-                () = running.future => {}
+                () = futures::future::join(running, package_api).map(|_| ()) => {}
                 () = ready => {}
             }
         }

@@ -7,6 +7,8 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::PartialObjectMeta;
 use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
@@ -19,7 +21,7 @@ pub type Named<K> = Option<Option<Arc<K>>>;
 /// Follows `name` through `api`, publishing what it sees into `views`.
 pub async fn watch_named<K>(api: Api<K>, name: String, views: watch::Sender<Named<K>>)
 where
-    K: kube::Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: kube::Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut events = watcher::watcher(api, config).default_backoff().boxed();
@@ -38,7 +40,7 @@ where
                 views.send_replace(Some(None));
             }
             Err(error) => tracing::warn!(
-                kind = %K::kind(&Default::default()),
+                kind = %K::kind(&()),
                 name = %name,
                 error = %crate::failure::error_chain(&error),
                 "package API: watch failed; retrying"
@@ -49,18 +51,16 @@ where
 
 /// Names of the pods matching `selector` in `api`'s namespace, kept current.
 pub async fn watch_labelled_pods(
-    api: Api<k8s_openapi::api::core::v1::Pod>,
+    api: Api<PartialObjectMeta<Pod>>,
     selector: String,
     views: watch::Sender<Option<Vec<String>>>,
 ) {
     let config = watcher::Config::default().labels(&selector);
     let mut names: std::collections::BTreeSet<String> = Default::default();
     let mut listing: std::collections::BTreeSet<String> = Default::default();
-    let mut events = watcher::metadata_watcher(api, config)
-        .default_backoff()
-        .boxed();
+    let mut events = watcher::watcher(api, config).default_backoff().boxed();
     while let Some(event) = events.next().await {
-        let name = |meta: &kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Pod>| {
+        let name = |meta: &PartialObjectMeta<Pod>| {
             meta.metadata.name.clone().unwrap_or_default()
         };
         match event {
