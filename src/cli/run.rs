@@ -14,13 +14,13 @@ use crate::controller::clock::SystemClock;
 use crate::controller::context::Settings;
 use crate::controller::leader::lease::{LeaseTimings, TimingsError};
 use crate::controller::leader::term::{Term, manager_term_with};
-use crate::controller::package_api::PackageApi;
-use crate::package_server::PackageServer;
-use crate::package_server::reviews::KubeReviewer;
 use crate::controller::leader::{Elector, LeaderConfig};
 use crate::controller::manager;
+use crate::controller::package_api::PackageApi;
 use crate::controller::stores::Scope;
 use crate::metrics::Metrics;
+use crate::package_server::PackageServer;
+use crate::package_server::reviews::KubeReviewer;
 use crate::registry::{Registry, RegistryOptions, TrustConfig};
 use crate::telemetry;
 

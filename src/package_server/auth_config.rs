@@ -46,13 +46,17 @@ pub struct AuthConfig {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AuthConfigError {
     /// A CA bundle holds no usable certificate.
-    #[error("{key} of ConfigMap kube-system/extension-apiserver-authentication holds no usable CA certificate")]
+    #[error(
+        "{key} of ConfigMap kube-system/extension-apiserver-authentication holds no usable CA certificate"
+    )]
     Ca {
         /// The key.
         key: &'static str,
     },
     /// A list is not a JSON list of strings.
-    #[error("{key} of ConfigMap kube-system/extension-apiserver-authentication is not a JSON list of strings")]
+    #[error(
+        "{key} of ConfigMap kube-system/extension-apiserver-authentication is not a JSON list of strings"
+    )]
     List {
         /// The key.
         key: &'static str,
@@ -78,11 +82,14 @@ impl AuthConfig {
             Ok(Some(Arc::new(store)))
         };
         let list = |key: &'static str| -> Result<Vec<String>, AuthConfigError> {
-            match data.get(key).map(|text| text.trim()).filter(|t| !t.is_empty()) {
+            match data
+                .get(key)
+                .map(|text| text.trim())
+                .filter(|t| !t.is_empty())
+            {
                 None => Ok(Vec::new()),
-                Some(text) => {
-                    serde_json::from_str::<Vec<String>>(text).map_err(|_| AuthConfigError::List { key })
-                }
+                Some(text) => serde_json::from_str::<Vec<String>>(text)
+                    .map_err(|_| AuthConfigError::List { key }),
             }
         };
         Ok(Self {

@@ -55,7 +55,11 @@ pub async fn authorize(
                 .map_err(|error: ReviewError| {
                     ApiError::internal(crate::failure::error_chain(&error))
                 })?;
-            let ttl = if decision.allowed { ALLOW_TTL } else { DENY_TTL };
+            let ttl = if decision.allowed {
+                ALLOW_TTL
+            } else {
+                DENY_TTL
+            };
             cache.insert(key, decision.clone(), ttl, now);
             decision
         }
@@ -135,4 +139,3 @@ fn forbidden_message(user: &UserInfo, target: &Target) -> String {
         }
     }
 }
-

@@ -139,11 +139,7 @@ fn entries(package: &fbc::Package, channel: &fbc::Channel) -> Vec<ChannelEntry> 
         .iter()
         .filter_map(|entry| package.bundle(&entry.name))
         .collect();
-    bundles.sort_by(|a, b| {
-        b.version
-            .cmp(&a.version)
-            .then_with(|| a.name.cmp(&b.name))
-    });
+    bundles.sort_by(|a, b| b.version.cmp(&a.version).then_with(|| a.name.cmp(&b.name)));
     bundles
         .into_iter()
         .map(|bundle| ChannelEntry {

@@ -39,10 +39,13 @@ pub fn describe(package: &fbc::Package, bundle: &fbc::Bundle) -> Option<Describe
     if let Some(csv) = embedded_csv(bundle) {
         return Some(from_csv(csv));
     }
-    let metadata = bundle.properties.iter().find_map(|property| match property {
-        Property::CsvMetadata(metadata) => Some(metadata),
-        _ => None,
-    })?;
+    let metadata = bundle
+        .properties
+        .iter()
+        .find_map(|property| match property {
+            Property::CsvMetadata(metadata) => Some(metadata),
+            _ => None,
+        })?;
     let spec: CsvSpec = serde_json::from_str(metadata.raw.get()).ok()?;
     Some(from_metadata(package, bundle, spec))
 }
@@ -91,9 +94,17 @@ struct CsvSpec {
     maturity: Option<String>,
     #[serde(default)]
     install_modes: Option<Vec<InstallMode>>,
-    #[serde(default, alias = "crdDescriptions", rename = "customresourcedefinitions")]
+    #[serde(
+        default,
+        alias = "crdDescriptions",
+        rename = "customresourcedefinitions"
+    )]
     custom_resource_definitions: Option<CrdLists>,
-    #[serde(default, alias = "apiServiceDefinitions", rename = "apiservicedefinitions")]
+    #[serde(
+        default,
+        alias = "apiServiceDefinitions",
+        rename = "apiservicedefinitions"
+    )]
     api_service_definitions: Option<ApiLists>,
     #[serde(default, rename = "nativeAPIs")]
     native_apis: Option<Vec<GroupVersionKind>>,

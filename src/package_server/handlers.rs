@@ -1,7 +1,6 @@
 //! One request, after TLS: authenticate, authorize, then answer from the published catalogs
 //! (or 503 while this replica holds none), in the negotiated form.
 
-
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use http_body_util::Full;
@@ -162,7 +161,8 @@ fn resource<'a>(
             return Ok(bytes_response(StatusCode::NOT_MODIFIED, "", Vec::new()));
         }
         let namespace = request.namespace.as_deref().unwrap_or_default();
-        let icon = storage::icon(catalogs, namespace, name).ok_or_else(|| ApiError::not_found(name))?;
+        let icon =
+            storage::icon(catalogs, namespace, name).ok_or_else(|| ApiError::not_found(name))?;
         let mut response = bytes_response(StatusCode::OK, &icon.media_type, icon.bytes);
         if let Ok(etag) = HeaderValue::from_str(&icon.etag)
             && !icon.etag.is_empty()
@@ -172,14 +172,22 @@ fn resource<'a>(
         return Ok(response);
     }
     let form = negotiate(accept).ok_or_else(|| ApiError::not_acceptable(accept))?;
-    let include = IncludeObject::parse(param("includeObject").unwrap_or_default())
-        .ok_or_else(|| ApiError::bad_request("includeObject must be None, Metadata or Object".to_owned()))?;
+    let include =
+        IncludeObject::parse(param("includeObject").unwrap_or_default()).ok_or_else(|| {
+            ApiError::bad_request("includeObject must be None, Metadata or Object".to_owned())
+        })?;
     let now = Timestamp::now();
     if request.verb == "get" {
         let namespace = request.namespace.as_deref().unwrap_or_default();
-        let manifest = storage::get(catalogs, namespace, name).ok_or_else(|| ApiError::not_found(name))?;
+        let manifest =
+            storage::get(catalogs, namespace, name).ok_or_else(|| ApiError::not_found(name))?;
         return Ok(match form {
-            Form::Table(version) => json_response(&table(std::slice::from_ref(&manifest), include, version, now)),
+            Form::Table(version) => json_response(&table(
+                std::slice::from_ref(&manifest),
+                include,
+                version,
+                now,
+            )),
             Form::Metadata(version) => json_response(&partial_metadata(&manifest, version)),
             Form::Yaml => yaml_response(&manifest),
             Form::Json | Form::Discovery(_) => json_response(&manifest),
@@ -240,4 +248,3 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
         to_json(&error.body),
     )
 }
-

@@ -83,7 +83,10 @@ impl Documents {
 
 /// Every schema, with references under `prefix`, and the GVK extension on the two kinds.
 fn schemas(prefix: &str) -> Map<String, Value> {
-    let path = prefix.trim_start_matches('#').trim_end_matches('/').to_owned();
+    let path = prefix
+        .trim_start_matches('#')
+        .trim_end_matches('/')
+        .to_owned();
     let mut generator = SchemaSettings::openapi3()
         .with(|settings| {
             settings.definitions_path = path.into();
@@ -93,8 +96,12 @@ fn schemas(prefix: &str) -> Map<String, Value> {
     generator.subschema_for::<PackageManifest>();
     generator.subschema_for::<PackageManifestList>();
     let mut definitions = generator.take_definitions(true);
-    for (kind, name) in [(KIND, "PackageManifest"), (LIST_KIND, "PackageManifestList")] {
-        if let Some(Value::Object(schema)) = definitions.get_mut(&format!("{MODEL_PREFIX}.{name}")) {
+    for (kind, name) in [
+        (KIND, "PackageManifest"),
+        (LIST_KIND, "PackageManifestList"),
+    ] {
+        if let Some(Value::Object(schema)) = definitions.get_mut(&format!("{MODEL_PREFIX}.{name}"))
+        {
             schema.insert(
                 "x-kubernetes-group-version-kind".to_owned(),
                 json!([{"group": GROUP, "kind": kind, "version": VERSION}]),

@@ -71,10 +71,12 @@ pub fn classify(method: &str, path: &str, watch_param: bool) -> Target {
         "PATCH" => "patch",
         "DELETE" if name.is_some() => "delete",
         "DELETE" => "deletecollection",
-        other => return Target::NonResource {
-            path: path.to_owned(),
-            verb: other.to_ascii_lowercase(),
-        },
+        other => {
+            return Target::NonResource {
+                path: path.to_owned(),
+                verb: other.to_ascii_lowercase(),
+            };
+        }
     };
     Target::Resource(ResourceRequest {
         verb: verb.to_owned(),
@@ -166,11 +168,19 @@ mod tests {
     fn paths_map_to_the_attributes_kubernetes_authorizes() {
         let base = "/apis/packages.operators.coreos.com/v1";
         assert_eq!(
-            classify("GET", &format!("{base}/namespaces/a/packagemanifests"), false),
+            classify(
+                "GET",
+                &format!("{base}/namespaces/a/packagemanifests"),
+                false
+            ),
             resource("list", Some("a"), None, None)
         );
         assert_eq!(
-            classify("GET", &format!("{base}/namespaces/a/packagemanifests"), true),
+            classify(
+                "GET",
+                &format!("{base}/namespaces/a/packagemanifests"),
+                true
+            ),
             resource("watch", Some("a"), None, None)
         );
         assert_eq!(
@@ -178,11 +188,19 @@ mod tests {
             resource("list", None, None, None)
         );
         assert_eq!(
-            classify("GET", &format!("{base}/namespaces/a/packagemanifests/etcd/icon"), false),
+            classify(
+                "GET",
+                &format!("{base}/namespaces/a/packagemanifests/etcd/icon"),
+                false
+            ),
             resource("get", Some("a"), Some("etcd"), Some("icon"))
         );
         assert_eq!(
-            classify("DELETE", &format!("{base}/namespaces/a/packagemanifests/etcd"), false),
+            classify(
+                "DELETE",
+                &format!("{base}/namespaces/a/packagemanifests/etcd"),
+                false
+            ),
             resource("delete", Some("a"), Some("etcd"), None)
         );
         assert_eq!(
@@ -202,7 +220,9 @@ mod tests {
     fn accept_headers_of_kubectl_and_client_go_are_understood() {
         assert_eq!(negotiate(""), Some(Form::Json));
         assert_eq!(
-            negotiate("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"),
+            negotiate(
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+            ),
             Some(Form::Table("v1"))
         );
         assert_eq!(
@@ -214,7 +234,9 @@ mod tests {
             Some(Form::Metadata("v1"))
         );
         assert_eq!(
-            negotiate("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"),
+            negotiate(
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+            ),
             Some(Form::Discovery("v2"))
         );
         assert_eq!(negotiate("application/yaml"), Some(Form::Yaml));

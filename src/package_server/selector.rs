@@ -48,20 +48,24 @@ impl LabelSelector {
 
     /// Whether `labels` satisfy every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements.iter().all(|requirement| match requirement {
-            Requirement::Exists(key) => labels.contains_key(key),
-            Requirement::DoesNotExist(key) => !labels.contains_key(key),
-            Requirement::In(key, values) => labels.get(key).is_some_and(|v| values.contains(v)),
-            Requirement::NotIn(key, values) => labels.get(key).is_none_or(|v| !values.contains(v)),
-            Requirement::GreaterThan(key, bound) => labels
-                .get(key)
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|v| v > *bound),
-            Requirement::LessThan(key, bound) => labels
-                .get(key)
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|v| v < *bound),
-        })
+        self.requirements
+            .iter()
+            .all(|requirement| match requirement {
+                Requirement::Exists(key) => labels.contains_key(key),
+                Requirement::DoesNotExist(key) => !labels.contains_key(key),
+                Requirement::In(key, values) => labels.get(key).is_some_and(|v| values.contains(v)),
+                Requirement::NotIn(key, values) => {
+                    labels.get(key).is_none_or(|v| !values.contains(v))
+                }
+                Requirement::GreaterThan(key, bound) => labels
+                    .get(key)
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|v| v > *bound),
+                Requirement::LessThan(key, bound) => labels
+                    .get(key)
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|v| v < *bound),
+            })
     }
 }
 
@@ -364,9 +368,18 @@ mod tests {
 
     #[test]
     fn malformed_label_selectors_are_refused_with_kubernetes_wording() {
-        for selector in ["catalog in private", "-bad=x", "catalog=a b", "tier>x", "k between (a)"] {
+        for selector in [
+            "catalog in private",
+            "-bad=x",
+            "catalog=a b",
+            "tier>x",
+            "k between (a)",
+        ] {
             let error = LabelSelector::parse(selector).unwrap_err();
-            assert!(error.0.starts_with("unable to parse requirement"), "{selector}: {error}");
+            assert!(
+                error.0.starts_with("unable to parse requirement"),
+                "{selector}: {error}"
+            );
         }
     }
 

@@ -45,7 +45,10 @@ impl ApiError {
         Self::new(
             403,
             "Forbidden",
-            format!("{RESOURCE}.{GROUP} {}is forbidden: {message}", quoted_name(name)),
+            format!(
+                "{RESOURCE}.{GROUP} {}is forbidden: {message}",
+                quoted_name(name)
+            ),
             Some(details),
         )
     }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use super::build::package_manifest;
 use super::selector::{FieldRequirement, LabelSelector};
-use super::types::{PackageManifest, PackageManifestList, API_VERSION, LIST_KIND};
+use super::types::{API_VERSION, LIST_KIND, PackageManifest, PackageManifestList};
 use crate::api::CatalogSource;
 use crate::fbc::Catalog;
 
@@ -108,7 +108,11 @@ pub fn name_from_fields(
 /// The sources a request in `namespace` sees, in answer order (see the module docs).
 fn visible(catalogs: &dyn Catalogs, namespace: Option<&str>) -> Vec<(usize, Served)> {
     let mut sources: Vec<(usize, Served)> = match namespace {
-        None => catalogs.all().into_iter().map(|served| (0, served)).collect(),
+        None => catalogs
+            .all()
+            .into_iter()
+            .map(|served| (0, served))
+            .collect(),
         Some(namespace) => {
             let mut sources: Vec<(usize, Served)> = catalogs
                 .in_namespace(namespace)

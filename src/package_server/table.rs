@@ -44,11 +44,10 @@ pub fn table(
     let rows: Vec<Value> = items
         .iter()
         .map(|manifest| {
-            let age = manifest
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map_or_else(|| "<unknown>".to_owned(), |time| human_duration(now, time.0));
+            let age = manifest.metadata.creation_timestamp.as_ref().map_or_else(
+                || "<unknown>".to_owned(),
+                |time| human_duration(now, time.0),
+            );
             let mut row = json!({
                 "cells": [
                     manifest.metadata.name.clone().unwrap_or_default(),

@@ -192,7 +192,11 @@ pub struct CsvDescription {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub maturity: String,
     /// LongDescription is the CSV's description.
-    #[serde(default, rename = "description", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "description",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub long_description: String,
     /// InstallModes specify supported installation types.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

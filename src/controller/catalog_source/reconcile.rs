@@ -157,8 +157,7 @@ pub async fn reconcile(
             };
             let written = write_status(context, &catalog_source, &namespace, &observed).await?;
             context.catalogs.mark_settled(&namespace, &name);
-            if written == Outcome::Applied
-            {
+            if written == Outcome::Applied {
                 tracing::info!(%namespace, %name, reason = message.as_str(), "CatalogSource not servable");
             }
             // Terminal: only a spec change can fix it (DESIGN invariant 7).

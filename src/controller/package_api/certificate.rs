@@ -66,7 +66,11 @@ pub struct Stored<'a> {
 pub fn material(secret: &Secret) -> Option<Material> {
     Material::from_secret(
         secret.data.as_ref()?,
-        secret.metadata.annotations.as_ref().unwrap_or(&BTreeMap::new()),
+        secret
+            .metadata
+            .annotations
+            .as_ref()
+            .unwrap_or(&BTreeMap::new()),
     )
 }
 
@@ -102,7 +106,11 @@ pub async fn keep(
     let api: Api<Secret> = Api::namespaced(client.clone(), &identity.namespace);
     // A changed plan is written unconditionally: server-side apply then also removes what the
     // material no longer holds (a previous CA whose day is over).
-    let live = if planned.changed() { None } else { stored.secret };
+    let live = if planned.changed() {
+        None
+    } else {
+        stored.secret
+    };
     if apply::apply_typed(&api, &desired, live).await? == Outcome::Applied
         && let Action::Issued(reason) = &planned.action
     {
@@ -150,7 +158,10 @@ async fn apply_ca_bundle(
 fn secret(identity: &ServiceIdentity, name: &str, material: &Material) -> Secret {
     let labels = BTreeMap::from([
         (MANAGED_LABEL.to_owned(), MANAGED_LABEL_VALUE.to_owned()),
-        (CERTIFICATE_LABEL.to_owned(), CERTIFICATE_LABEL_VALUE.to_owned()),
+        (
+            CERTIFICATE_LABEL.to_owned(),
+            CERTIFICATE_LABEL_VALUE.to_owned(),
+        ),
         ("app.kubernetes.io/name".to_owned(), "opcat".to_owned()),
     ]);
     let mut annotations = material.secret_annotations();

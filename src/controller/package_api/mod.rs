@@ -270,7 +270,9 @@ impl State {
         secret: Option<&Secret>,
         api_service: Option<&APIService>,
     ) {
-        let stored = secret.filter(|s| certificate::is_ours(s)).and_then(material);
+        let stored = secret
+            .filter(|s| certificate::is_ours(s))
+            .and_then(material);
         if let Some((pending, since)) = &self.pending {
             let arrived = stored.as_ref() == Some(pending);
             if !arrived && since.elapsed() < PENDING_WRITE {
@@ -310,7 +312,10 @@ impl State {
         if !trusted || self.served_cert.as_deref() == Some(serve.cert_pem()) {
             return;
         }
-        match api.server.set_certificate(serve.cert_pem(), serve.key_pem()) {
+        match api
+            .server
+            .set_certificate(serve.cert_pem(), serve.key_pem())
+        {
             Ok(()) => {
                 tracing::info!(ca_sha256 = %serve.ca_hash(), "package API: serving certificate loaded");
                 self.served_cert = Some(serve.cert_pem().to_owned());

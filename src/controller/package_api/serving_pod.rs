@@ -12,14 +12,22 @@ use crate::controller::apply::patch_label;
 
 /// Labels `own` and unlabels every other pod in `labelled`; returns whether `own` carries the
 /// label.
-pub async fn converge(client: &kube::Client, namespace: &str, own: &str, labelled: &[String]) -> bool {
+pub async fn converge(
+    client: &kube::Client,
+    namespace: &str,
+    own: &str,
+    labelled: &[String],
+) -> bool {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let mut carries = labelled.iter().any(|pod| pod == own);
     if !carries {
         match patch_label(&api, own, SERVING_LABEL, Some(SERVING_LABEL_VALUE)).await {
             Ok(()) => {
                 carries = true;
-                tracing::info!(pod = own, "package API: serving; this pod joins the package API Service");
+                tracing::info!(
+                    pod = own,
+                    "package API: serving; this pod joins the package API Service"
+                );
             }
             Err(error) => tracing::warn!(
                 pod = own,

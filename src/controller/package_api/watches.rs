@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::core::PartialObjectMeta;
 use kube::api::Api;
-use kube::runtime::watcher::{self, Event};
+use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
@@ -60,9 +60,7 @@ pub async fn watch_labelled_pods(
     let mut listing: std::collections::BTreeSet<String> = Default::default();
     let mut events = watcher::watcher(api, config).default_backoff().boxed();
     while let Some(event) = events.next().await {
-        let name = |meta: &PartialObjectMeta<Pod>| {
-            meta.metadata.name.clone().unwrap_or_default()
-        };
+        let name = |meta: &PartialObjectMeta<Pod>| meta.metadata.name.clone().unwrap_or_default();
         match event {
             Ok(Event::Init) => listing.clear(),
             Ok(Event::InitApply(pod)) => {
