@@ -198,6 +198,7 @@ fn kustomizations_name_files_that_exist_and_cover_the_controller() {
         "rbac.yaml",
         "manager.yaml",
         "service.yaml",
+        "package-api.yaml",
     ] {
         assert!(
             resources.contains(&needed),

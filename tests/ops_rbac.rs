@@ -99,7 +99,8 @@ async fn the_cluster_role_allows_every_request_the_manager_and_leader_election_m
 
 #[tokio::test]
 async fn the_checker_refuses_what_the_cluster_role_does_not_grant() {
-    // opcat must never delete CRDs nor touch Pods; a request doing so is reported.
+    // opcat must never delete CRDs nor Pods (it only labels its own); a request doing so is
+    // reported.
     let rules = ops_support::rbac_rules();
     assert!(rules.iter().any(|rule| rule.role == "ClusterRole/opcat"));
     assert!(
@@ -111,12 +112,12 @@ async fn the_checker_refuses_what_the_cluster_role_does_not_grant() {
     let crds: Api<CustomResourceDefinition> = Api::all(api.client());
     let _ = crds.delete("anything", &Default::default()).await;
     let pods: Api<Pod> = Api::namespaced(api.client(), "default");
-    let _ = pods.list(&Default::default()).await;
+    let _ = pods.delete("anything", &Default::default()).await;
     let denied = ops_support::denied_by_rbac(&api.request_counts());
     assert_eq!(
         denied,
         [
-            "list core/pods (1 requests)",
+            "delete core/pods (1 requests)",
             "delete apiextensions.k8s.io/customresourcedefinitions (1 requests)",
         ]
     );

@@ -298,6 +298,8 @@ fn specs() -> Vec<Spec> {
             )
         },
         plain("coordination.k8s.io", "v1", "Lease", "leases", &[], true),
+        // Pods only as objects (no kubelet): the package API's serving label.
+        plain("", "v1", "Pod", "pods", &["po"], true),
         Spec {
             extra_field_labels: &[
                 "regarding.kind",
