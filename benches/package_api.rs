@@ -79,7 +79,13 @@ fn rss_mib() -> f64 {
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
@@ -102,24 +108,45 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     opcat::registry::install_crypto_provider();
-    let requests: usize = std::env::var("BENCH_REQUESTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let requests: usize = std::env::var("BENCH_REQUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
     let data = test_registry::shared_data_dir().join("fbc/large");
     let baseline = rss_mib();
-    let certified = Arc::new(Catalog::load(&data.join("certified-operators/catalogs/v4.16")).unwrap());
-    let community = Arc::new(Catalog::load(&data.join("community-operators-prod/catalogs/v4.21")).unwrap());
+    let certified =
+        Arc::new(Catalog::load(&data.join("certified-operators/catalogs/v4.16")).unwrap());
+    let community =
+        Arc::new(Catalog::load(&data.join("community-operators-prod/catalogs/v4.21")).unwrap());
     let loaded = Arc::new(Loaded(vec![
-        (source("certified-operators", "Certified Operators"), certified),
-        (source("community-operators", "Community Operators"), community),
+        (
+            source("certified-operators", "Certified Operators"),
+            certified,
+        ),
+        (
+            source("community-operators", "Community Operators"),
+            community,
+        ),
     ]));
     let without_api = rss_mib();
 
     let server = PackageServer::new(Arc::new(AllowAll));
-    let identity = ServiceIdentity { service: "opcat-package-api".into(), namespace: "opcat-system".into() };
-    let material = opcat::certificates::issue(&identity, k8s_openapi::jiff::Timestamp::now()).unwrap();
-    server.set_certificate(material.cert_pem(), material.key_pem()).unwrap();
-    server.set_auth_config(opcat::package_server::auth_config::AuthConfig::from_data(&BTreeMap::new()).unwrap());
+    let identity = ServiceIdentity {
+        service: "opcat-package-api".into(),
+        namespace: "opcat-system".into(),
+    };
+    let material =
+        opcat::certificates::issue(&identity, k8s_openapi::jiff::Timestamp::now()).unwrap();
+    server
+        .set_certificate(material.cert_pem(), material.key_pem())
+        .unwrap();
+    server.set_auth_config(
+        opcat::package_server::auth_config::AuthConfig::from_data(&BTreeMap::new()).unwrap(),
+    );
     server.publish(loaded);
-    let listener = opcat::package_server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let listener = opcat::package_server::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(server.clone().serve(listener, std::future::pending()));
 
@@ -156,10 +183,22 @@ async fn main() {
     println!("|---|---|---|");
     println!("| packages per list | {items} | |");
     println!("| requests | {requests} | |");
-    println!("| list p50 | {:.1} ms | |", ms(percentile(&latencies, 0.50)));
-    println!("| list p99 | {:.1} ms | < 50 ms |", ms(percentile(&latencies, 0.99)));
+    println!(
+        "| list p50 | {:.1} ms | |",
+        ms(percentile(&latencies, 0.50))
+    );
+    println!(
+        "| list p99 | {:.1} ms | < 50 ms |",
+        ms(percentile(&latencies, 0.99))
+    );
     println!("| RSS before loading | {baseline:.0} MiB | |");
     println!("| RSS with the catalogs (no API) | {without_api:.0} MiB | |");
-    println!("| RSS after serving (peak) | {serving:.0} MiB ({peak:.0} MiB) | < 10 % more: {:.0} MiB |", without_api * 1.1);
-    println!("| RSS increase | {:+.1} % | < 10 % |", (serving / without_api - 1.0) * 100.0);
+    println!(
+        "| RSS after serving (peak) | {serving:.0} MiB ({peak:.0} MiB) | < 10 % more: {:.0} MiB |",
+        without_api * 1.1
+    );
+    println!(
+        "| RSS increase | {:+.1} % | < 10 % |",
+        (serving / without_api - 1.0) * 100.0
+    );
 }

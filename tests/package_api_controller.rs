@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod ops_support;
+mod package_api_support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::{
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use opcat::admin::Health;
-use opcat::controller::clock::SystemClock;
+use opcat::controller::clock::{ManualClock, SystemClock};
 use opcat::controller::context::Settings;
 use opcat::controller::leader::term::{Term, manager_term_with};
 use opcat::controller::package_api::{PackageApi, SERVING_LABEL};
@@ -28,6 +29,8 @@ use opcat::metrics::Metrics;
 use opcat::package_server::PackageServer;
 use opcat::package_server::reviews::KubeReviewer;
 use ops_support::{api_server, assert_allowed_by_rbac, wait_until};
+use package_api_support::{ClientPki, b64, client_pki};
+use rustls::pki_types::pem::PemObject;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const NS: &str = "opcat-system";
@@ -49,19 +52,13 @@ fn pod(name: &str, labels: &[(&str, &str)]) -> Pod {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_leader_keeps_certificate_ca_bundle_and_serving_label_then_makes_no_requests() {
+/// The in-memory API server with what a cluster has for the package API: the authentication
+/// ConfigMap (front proxy `front_proxy`'s CA), the APIService without `caBundle`, this
+/// replica's pod `opcat-0` and a former leader's pod still labelled.
+async fn cluster(front_proxy: &ClientPki) -> fake_apiserver::FakeApiServer {
     opcat::registry::install_crypto_provider();
     let api = api_server(&[NS, "olm"]).await;
     let client = api.client();
-    let front_proxy_ca = opcat::certificates::issue(
-        &opcat::certificates::ServiceIdentity {
-            service: "front-proxy".into(),
-            namespace: "kube-system".into(),
-        },
-        k8s_openapi::jiff::Timestamp::now(),
-    )
-    .unwrap();
     Api::<ConfigMap>::namespaced(client.clone(), "kube-system")
         .create(
             &PostParams::default(),
@@ -73,7 +70,7 @@ async fn the_leader_keeps_certificate_ca_bundle_and_serving_label_then_makes_no_
                 data: Some(BTreeMap::from([
                     (
                         "requestheader-client-ca-file".to_owned(),
-                        front_proxy_ca.ca_pem().to_owned(),
+                        front_proxy.ca_pem.clone(),
                     ),
                     (
                         "requestheader-allowed-names".to_owned(),
@@ -135,6 +132,14 @@ async fn the_leader_keeps_certificate_ca_bundle_and_serving_label_then_makes_no_
     .await
     .unwrap();
 
+    api
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_keeps_certificate_ca_bundle_and_serving_label_then_makes_no_requests() {
+    let front_proxy = client_pki("front-proxy-client", &[]);
+    let api = cluster(&front_proxy).await;
+    let client = api.client();
     let server = PackageServer::new(Arc::new(KubeReviewer::new(client.clone())));
     let package_api = PackageApi {
         server: server.clone(),
@@ -212,4 +217,125 @@ async fn the_leader_keeps_certificate_ca_bundle_and_serving_label_then_makes_no_
         !server.is_publishing(),
         "a replica that stopped leading serves no catalogs"
     );
+}
+
+/// What kube-aggregator does on each proxied request: trust the APIService's `caBundle` as it
+/// is stored now, present the front-proxy certificate, name the user in headers.
+async fn as_aggregator(
+    api: &fake_apiserver::FakeApiServer,
+    address: std::net::SocketAddr,
+    front_proxy: &ClientPki,
+) -> u16 {
+    let stored: APIService = api.get("", "v1.packages.operators.coreos.com").unwrap();
+    let bundle = stored.spec.unwrap().ca_bundle.unwrap().0;
+    let mut config = kube::Config::new(format!("https://{address}").parse().unwrap());
+    config.root_cert = Some(
+        rustls::pki_types::CertificateDer::pem_slice_iter(&bundle)
+            .map(|der| der.unwrap().to_vec())
+            .collect(),
+    );
+    config.tls_server_name = Some("opcat-package-api.opcat-system.svc".into());
+    config.auth_info.client_certificate_data = Some(b64(&front_proxy.cert_pem));
+    config.auth_info.client_key_data = Some(b64(&front_proxy.key_pem).into());
+    config.headers.push((
+        "x-remote-user".parse().unwrap(),
+        "system:kube-aggregator".parse().unwrap(),
+    ));
+    config.headers.push((
+        "x-remote-group".parse().unwrap(),
+        "system:masters".parse().unwrap(),
+    ));
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).unwrap();
+    let request = http::Request::get("/apis/packages.operators.coreos.com/v1")
+        .body(Vec::new())
+        .unwrap();
+    match client.send(request.map(kube::client::Body::from)).await {
+        Ok(response) => response.status().as_u16(),
+        Err(error) => panic!("the aggregator could not reach the package API: {error}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_near_expiry_rotates_while_the_aggregator_keeps_getting_answers() {
+    let front_proxy = client_pki("front-proxy-client", &[]);
+    let api = cluster(&front_proxy).await;
+    let client = api.client();
+    let server = PackageServer::new(Arc::new(KubeReviewer::new(client.clone())));
+    let listener = opcat::package_server::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(server.clone().serve(listener, std::future::pending()));
+    // The certificate is issued half a day before its refresh is due (by opcat's clock), and
+    // the clock then moves to now: the replacement is valid for the clients' real clock too.
+    let lead = Duration::from_secs(728 * 24 * 3600 + 12 * 3600);
+    let clock = Arc::new(ManualClock::new(
+        k8s_openapi::jiff::Timestamp::now()
+            .checked_sub(lead)
+            .unwrap(),
+    ));
+    let cache = tempfile::tempdir().unwrap();
+    let registry =
+        opcat::registry::Registry::new(opcat::registry::RegistryOptions::new(cache.path()))
+            .unwrap();
+    let mut start = manager_term_with(
+        api.client_as("opcat"),
+        Arc::new(registry),
+        clock.clone(),
+        Settings::default(),
+        Arc::new(Metrics::new()),
+        Arc::new(Health::default()),
+        Some(PackageApi {
+            server: server.clone(),
+            namespace: NS.to_owned(),
+            service: "opcat-package-api".to_owned(),
+            secret: "opcat-package-api-serving-cert".to_owned(),
+            pod: Some("opcat-0".to_owned()),
+        }),
+    );
+    let term = Term::start(&mut start);
+    let labelled = || {
+        api.get::<Pod>(NS, "opcat-0")
+            .unwrap()
+            .labels()
+            .contains_key(SERVING_LABEL)
+    };
+    wait_until("serving", TIMEOUT, labelled).await;
+    let ca = |api: &fake_apiserver::FakeApiServer| {
+        let secret: Secret = api.get(NS, "opcat-package-api-serving-cert").unwrap();
+        String::from_utf8(secret.data.unwrap()["ca.crt"].0.clone()).unwrap()
+    };
+    let first_ca = ca(&api);
+    assert_eq!(as_aggregator(&api, address, &front_proxy).await, 200);
+
+    // The aggregator keeps calling while the certificate nears its end and is replaced.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (api, front_proxy, stop) = (api.clone(), front_proxy.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut answers = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                answers.push(as_aggregator(&api, address, &front_proxy).await);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            answers
+        })
+    };
+    clock.advance(lead);
+    wait_until("a new CA", TIMEOUT, || ca(&api) != first_ca).await;
+    let second_ca = ca(&api);
+    let stored: APIService = api.get("", "v1.packages.operators.coreos.com").unwrap();
+    let bundle = String::from_utf8(stored.spec.unwrap().ca_bundle.unwrap().0).unwrap();
+    assert!(
+        bundle.contains(second_ca.trim()) && bundle.contains(first_ca.trim()),
+        "both CAs trusted for a day"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let answers = load.await.unwrap();
+    assert!(answers.len() > 5, "{answers:?}");
+    assert!(answers.iter().all(|code| *code == 200), "{answers:?}");
+    term.stop(Duration::from_secs(10), std::future::pending())
+        .await;
 }

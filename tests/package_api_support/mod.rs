@@ -191,6 +191,7 @@ impl Reviewer for TableReviewer {
 }
 
 /// A CA and a client certificate it signed for `common_name` (organization `groups`).
+#[derive(Clone)]
 pub struct ClientPki {
     pub ca_pem: String,
     pub cert_pem: String,
@@ -244,6 +245,13 @@ impl Drop for Running {
 /// Starts a server serving `catalogs`, its front proxy's CA in the authentication
 /// configuration (allowed name `front-proxy-client`).
 pub async fn start(catalogs: Arc<TestCatalogs>) -> Running {
+    let mut running = serve(catalogs.clone()).await;
+    running.catalogs = catalogs;
+    running
+}
+
+/// [`start`] for any catalogs (a running manager's).
+pub async fn serve(catalogs: Arc<dyn Catalogs>) -> Running {
     opcat::registry::install_crypto_provider();
     let reviewer = Arc::new(TableReviewer::default());
     let server = PackageServer::new(reviewer.clone());
@@ -277,7 +285,7 @@ pub async fn start(catalogs: Arc<TestCatalogs>) -> Running {
     server
         .set_certificate(material.cert_pem(), material.key_pem())
         .unwrap();
-    server.publish(catalogs.clone());
+    server.publish(catalogs);
     let listener = opcat::package_server::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -287,7 +295,7 @@ pub async fn start(catalogs: Arc<TestCatalogs>) -> Running {
     Running {
         server,
         address,
-        catalogs,
+        catalogs: Arc::default(),
         reviewer,
         front_proxy,
         material,
