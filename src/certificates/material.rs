@@ -125,6 +125,19 @@ impl Material {
             .collect()
     }
 
+    /// Material read back from a Secret object ([`Material::from_secret`] of its data and
+    /// annotations).
+    pub fn from_secret_object(secret: &k8s_openapi::api::core::v1::Secret) -> Option<Self> {
+        Self::from_secret(
+            secret.data.as_ref()?,
+            secret
+                .metadata
+                .annotations
+                .as_ref()
+                .unwrap_or(&BTreeMap::new()),
+        )
+    }
+
     /// Material read back from a Secret's `data` and annotations; `None` when a part is missing
     /// or is not UTF-8 (the Secret is then replaced). A previous CA without a readable deadline
     /// is dropped.

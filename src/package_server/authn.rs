@@ -72,8 +72,8 @@ impl Authenticators {
     }
 }
 
-/// Why a request is not authenticated (all become 401, except a review that could not be
-/// made, which is a 500 as in Kubernetes).
+/// Why a request is not authenticated (both are a 401 to the caller, as in Kubernetes; a
+/// review that could not be made is also logged).
 #[derive(Debug, thiserror::Error)]
 pub enum AuthnError {
     /// No credential authenticated.

@@ -70,9 +70,12 @@ impl PackageServer {
             &self.tokens,
         )
         .await
-        .map_err(|error| match error {
-            AuthnError::Unauthenticated => ApiError::unauthorized(),
-            AuthnError::Review(error) => ApiError::internal(crate::failure::error_chain(&error)),
+        .map_err(|error| {
+            if let AuthnError::Review(error) = &error {
+                // As Kubernetes: an authenticator's failure is a 401 to the caller.
+                tracing::warn!(error = %crate::failure::error_chain(error), "package API: TokenReview failed");
+            }
+            ApiError::unauthorized()
         })?;
         authorize(&user, &target, self.reviewer.as_ref(), &self.access).await?;
 

@@ -93,16 +93,7 @@ pub(super) async fn plan(
                 object: format!("{namespace}/{}", served.secret),
             });
         }
-        let stored = live.as_ref().and_then(|secret| {
-            Material::from_secret(
-                secret.data.as_ref()?,
-                secret
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .unwrap_or(&BTreeMap::new()),
-            )
-        });
+        let stored = live.as_ref().and_then(Material::from_secret_object);
         let identity = ServiceIdentity {
             service: served.service.clone(),
             namespace: namespace.to_owned(),

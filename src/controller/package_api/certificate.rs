@@ -62,16 +62,9 @@ pub struct Stored<'a> {
     pub api_service: Option<&'a APIService>,
 }
 
-/// The material the Secret holds, if it is opcat's and complete.
+/// The material the Secret holds, if it is complete.
 pub fn material(secret: &Secret) -> Option<Material> {
-    Material::from_secret(
-        secret.data.as_ref()?,
-        secret
-            .metadata
-            .annotations
-            .as_ref()
-            .unwrap_or(&BTreeMap::new()),
-    )
+    Material::from_secret_object(secret)
 }
 
 /// Whether `secret` is opcat's certificate Secret.
