@@ -233,10 +233,11 @@ impl State {
             tracing::info!("package API: catalogs loaded; serving them");
         }
         let serving = self.published && self.served_cert.is_some() && api.server.has_auth_config();
-        if serving && let Some(pod) = &api.pod {
-            if serving_pod::converge(&context.client, &api.namespace, pod, pods).await {
-                self.labelled.store(true, Ordering::Release);
-            }
+        if serving
+            && let Some(pod) = &api.pod
+            && serving_pod::converge(&context.client, &api.namespace, pod, pods).await
+        {
+            self.labelled.store(true, Ordering::Release);
         }
     }
 
