@@ -8,12 +8,11 @@
 mod ops_support;
 mod package_api_support;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use fake_apiserver::Verb;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::{
     APIService, APIServiceSpec, ServiceReference,
@@ -29,7 +28,7 @@ use opcat::metrics::Metrics;
 use opcat::package_server::PackageServer;
 use opcat::package_server::reviews::KubeReviewer;
 use ops_support::{api_server, assert_allowed_by_rbac, wait_until};
-use package_api_support::{ClientPki, b64, client_pki};
+use package_api_support::{ClientPki, b64};
 use rustls::pki_types::pem::PemObject;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -53,47 +52,12 @@ fn pod(name: &str, labels: &[(&str, &str)]) -> Pod {
 }
 
 /// The in-memory API server with what a cluster has for the package API: the authentication
-/// ConfigMap (front proxy `front_proxy`'s CA), the APIService without `caBundle`, this
+/// ConfigMap and front proxy (the fake's own), the APIService without `caBundle`, this
 /// replica's pod `opcat-0` and a former leader's pod still labelled.
-async fn cluster(front_proxy: &ClientPki) -> fake_apiserver::FakeApiServer {
+async fn cluster() -> (fake_apiserver::FakeApiServer, ClientPki) {
     opcat::registry::install_crypto_provider();
     let api = api_server(&[NS, "olm"]).await;
     let client = api.client();
-    Api::<ConfigMap>::namespaced(client.clone(), "kube-system")
-        .create(
-            &PostParams::default(),
-            &ConfigMap {
-                metadata: ObjectMeta {
-                    name: Some("extension-apiserver-authentication".into()),
-                    ..ObjectMeta::default()
-                },
-                data: Some(BTreeMap::from([
-                    (
-                        "requestheader-client-ca-file".to_owned(),
-                        front_proxy.ca_pem.clone(),
-                    ),
-                    (
-                        "requestheader-allowed-names".to_owned(),
-                        r#"["front-proxy-client"]"#.to_owned(),
-                    ),
-                    (
-                        "requestheader-username-headers".to_owned(),
-                        r#"["X-Remote-User"]"#.to_owned(),
-                    ),
-                    (
-                        "requestheader-group-headers".to_owned(),
-                        r#"["X-Remote-Group"]"#.to_owned(),
-                    ),
-                    (
-                        "requestheader-extra-headers-prefix".to_owned(),
-                        r#"["X-Remote-Extra-"]"#.to_owned(),
-                    ),
-                ])),
-                ..ConfigMap::default()
-            },
-        )
-        .await
-        .unwrap();
     let api_services: Api<APIService> = Api::all(client.clone());
     api_services
         .create(
@@ -132,13 +96,18 @@ async fn cluster(front_proxy: &ClientPki) -> fake_apiserver::FakeApiServer {
     .await
     .unwrap();
 
-    api
+    let pki = api.front_proxy();
+    let front_proxy = ClientPki {
+        ca_pem: pki.ca_cert_pem,
+        cert_pem: pki.client_cert_pem,
+        key_pem: pki.client_key_pem,
+    };
+    (api, front_proxy)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_keeps_certificate_ca_bundle_and_serving_label_then_makes_no_requests() {
-    let front_proxy = client_pki("front-proxy-client", &[]);
-    let api = cluster(&front_proxy).await;
+    let (api, _front_proxy) = cluster().await;
     let client = api.client();
     let server = PackageServer::new(Arc::new(KubeReviewer::new(client.clone())));
     let package_api = PackageApi {
@@ -258,8 +227,7 @@ async fn as_aggregator(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certificate_near_expiry_rotates_while_the_aggregator_keeps_getting_answers() {
-    let front_proxy = client_pki("front-proxy-client", &[]);
-    let api = cluster(&front_proxy).await;
+    let (api, front_proxy) = cluster().await;
     let client = api.client();
     let server = PackageServer::new(Arc::new(KubeReviewer::new(client.clone())));
     let listener = opcat::package_server::bind("127.0.0.1:0".parse().unwrap())
