@@ -134,16 +134,19 @@ async fn the_leader_keeps_certificate_ca_bundle_and_serving_label_then_makes_no_
     let term = Term::start(&mut start);
 
     let labels = |name: &str| api.get::<Pod>(NS, name).unwrap().labels().clone();
-    wait_until("the leader serves and labels its pod", TIMEOUT, || {
-        server.is_publishing()
-            && server.has_certificate()
-            && labels("opcat-0").contains_key(SERVING_LABEL)
-    })
+    // The leader labels its own pod, then takes the label off the former leader's: wait for
+    // both, the order of the two patches is not part of the contract.
+    wait_until(
+        "the leader serves, labels its pod and unlabels the former leader's",
+        TIMEOUT,
+        || {
+            server.is_publishing()
+                && server.has_certificate()
+                && labels("opcat-0").contains_key(SERVING_LABEL)
+                && !labels("opcat-old").contains_key(SERVING_LABEL)
+        },
+    )
     .await;
-    assert!(
-        !labels("opcat-old").contains_key(SERVING_LABEL),
-        "the former leader's label is gone"
-    );
     assert!(server.has_auth_config());
     let secret: Secret = api.get(NS, "opcat-package-api-serving-cert").unwrap();
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
