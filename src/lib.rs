@@ -24,6 +24,7 @@ pub mod operator_conditions;
 pub mod package_server;
 pub mod pull_secrets;
 pub mod registry;
+pub mod registry_grpc;
 pub mod resolve;
 pub mod semver_range;
 pub mod telemetry;

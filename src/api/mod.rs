@@ -124,6 +124,12 @@ pub mod catalog_source_status {
     pub const READY_REASON_PULL_FAILED: &str = "ImagePullFailed";
     /// `Ready` reason: the image's file-based catalog is invalid.
     pub const READY_REASON_CATALOG_INVALID: &str = "CatalogInvalid";
+    /// `Ready` reason: the registry server of `spec.address` cannot be reached or is not serving.
+    pub const READY_REASON_SERVER_UNREACHABLE: &str = "RegistryServerUnreachable";
+    /// `Ready` reason: the registry server answered a call with an error.
+    pub const READY_REASON_SERVER_FAILED: &str = "RegistryServerFailed";
+    /// `Ready` reason: a `grpc` source with neither `image` nor `address` yet (a wait).
+    pub const READY_REASON_NO_SOURCE: &str = "NoSource";
 }
 
 /// Subscription `status.state` values and OLM's Subscription condition types and reasons.

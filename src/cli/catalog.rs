@@ -1,4 +1,4 @@
-//! `opcat catalog ...`: validate, list and render file-based catalogs.
+//! `opcat catalog ...`: validate, list, render, push and serve file-based catalogs.
 //!
 //! Every subcommand reads its catalog through [`load_source`], the one place that turns a
 //! SOURCE argument into catalog content.
@@ -26,6 +26,10 @@ pub enum Command {
     Render(SourceArgs),
     /// Build a catalog image from a directory and push it to a registry.
     Push(super::catalog_push::Args),
+    /// Serve a catalog over the operator-registry gRPC API (as `opm serve`).
+    Serve(super::catalog_serve::ServeArgs),
+    /// Check a gRPC server's health like `grpc_health_probe` (same flags and exit codes).
+    Probe(super::catalog_serve::ProbeArgs),
 }
 
 /// A catalog to read.
@@ -86,6 +90,8 @@ pub async fn execute(command: Command) -> CliResult {
         Command::List(args) => list(args).await,
         Command::Render(args) => render(args).await,
         Command::Push(args) => super::catalog_push::execute(args).await,
+        Command::Serve(args) => super::catalog_serve::serve_catalog(args).await,
+        Command::Probe(args) => super::catalog_serve::probe_health(args).await,
     }
 }
 

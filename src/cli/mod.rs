@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 mod bundle;
 mod catalog;
 mod catalog_push;
+mod catalog_serve;
 mod crds;
 pub mod registry_args;
 mod resolve;
@@ -38,7 +39,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Inspect, validate, render and push file-based catalogs (FBC).
+    /// Inspect, validate, render, push and serve file-based catalogs (FBC).
     #[command(subcommand)]
     Catalog(catalog::Command),
     /// Show the bundles opcat would install for a package, with its dependencies, or why none.
@@ -56,6 +57,9 @@ enum Command {
 /// Parses arguments, runs the subcommand on a Tokio runtime and maps the outcome to an exit
 /// code.
 pub fn main() -> ExitCode {
+    if invoked_as_health_probe() {
+        return health_probe_main();
+    }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -72,6 +76,33 @@ pub fn main() -> ExitCode {
         Err(error) => {
             eprintln!("error: {}", error_chain(error.as_ref()));
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Name under which the binary behaves as `grpc_health_probe` (OLM's catalog pod probes).
+pub const HEALTH_PROBE_NAME: &str = "grpc_health_probe";
+
+/// Whether the program was started as `grpc_health_probe` (a link to opcat in a catalog image).
+fn invoked_as_health_probe() -> bool {
+    std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|path| path.file_name().map(|name| name == HEALTH_PROBE_NAME))
+        .unwrap_or(false)
+}
+
+/// `grpc_health_probe FLAGS...`: the flags as Go reads them, on a small runtime.
+fn health_probe_main() -> ExitCode {
+    let flags: Vec<String> = std::env::args().skip(1).collect();
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(catalog_serve::run_probe(&flags)),
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            ExitCode::from(2)
         }
     }
 }

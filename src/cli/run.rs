@@ -115,6 +115,7 @@ pub async fn execute(args: Args) -> CliResult {
         resync: args.resync,
         bundle_tag_ttl: args.bundle_tag_ttl,
         default_poll_interval: args.poll_default,
+        catalog_server_check: args.catalog_server_check,
         global_catalog_namespace: args.global_catalog_namespace.clone(),
         instance: std::env::var("POD_NAME").ok(),
         ..Settings::default()

@@ -61,6 +61,17 @@ pub struct Args {
     )]
     pub poll_default: Option<Duration>,
 
+    /// How often the registry server of a `spec.address` CatalogSource is health-checked, and
+    /// how long opcat waits before trying a server that failed again (a Go duration).
+    #[arg(
+        long,
+        env = "OPCAT_CATALOG_SERVER_CHECK",
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = positive_duration
+    )]
+    pub catalog_server_check: Duration,
+
     /// Maximum parallel reconciles per controller (1-256).
     #[arg(long, env = "OPCAT_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,

@@ -50,6 +50,10 @@ pub struct Settings {
     pub bundle_tag_ttl: Duration,
     /// Pod name, for events (`reportingInstance`).
     pub instance: Option<String>,
+    /// How often the registry server of a `spec.address` CatalogSource is health-checked, and
+    /// the fixed delay before a server that failed is tried again (`opcat run
+    /// --catalog-server-check`).
+    pub catalog_server_check: Duration,
 }
 
 impl Default for Settings {
@@ -64,6 +68,7 @@ impl Default for Settings {
             concurrency: 8,
             bundle_tag_ttl: DEFAULT_BUNDLE_TAG_TTL,
             instance: None,
+            catalog_server_check: DEFAULT_CATALOG_SERVER_CHECK,
         }
     }
 }
@@ -71,6 +76,10 @@ impl Default for Settings {
 /// Default of [`Settings::bundle_tag_ttl`]: a burst of installs of one bundle asks the registry
 /// about once a minute, and a tag moved in the registry is seen by new plans within a minute.
 pub const DEFAULT_BUNDLE_TAG_TTL: Duration = Duration::from_secs(60);
+
+/// Default of [`Settings::catalog_server_check`]: a registry server that goes away shows as
+/// `TRANSIENT_FAILURE` within this time, and one that comes back is read again within it.
+pub const DEFAULT_CATALOG_SERVER_CHECK: Duration = Duration::from_secs(10);
 
 /// Shared state of the reconcilers.
 pub struct Context {

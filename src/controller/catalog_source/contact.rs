@@ -4,13 +4,14 @@
 //! load in `opcat_catalog_pulls_total` / `opcat_catalog_pull_bytes_total`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::runtime::events::EventType;
 
 use super::load::{self, LoadError};
-use super::poll::{self, Why, later};
+use super::poll::{self, Decision, Look, Why, later};
 use super::reconcile::{Reconciler, load_backoff_key};
 use super::secrets::Sources;
 use super::tracked::{Failure, Tracked};
@@ -45,10 +46,31 @@ impl Target<'_> {
 }
 
 impl Reconciler {
+    /// The image steps of a reconcile: restore after a restart, then contact the registry when
+    /// the poll decision says so. Returns the tracked state and when to look again.
+    pub(super) async fn image_step(
+        &self,
+        target: &Target<'_>,
+        every: Option<Duration>,
+    ) -> (Option<Tracked>, Look) {
+        let fingerprint = &target.sources.fingerprint;
+        let mut tracked = self.tracked.get(target.key);
+        if tracked.is_none() {
+            tracked = self.restore(target).await;
+        }
+        if let Decision::Contact(why) =
+            poll::decide(tracked.as_ref(), target.raw, fingerprint, every, target.now)
+        {
+            tracked = Some(self.contact(target, tracked.as_ref(), why).await);
+        }
+        let next = poll::decide(tracked.as_ref(), target.raw, fingerprint, every, target.now);
+        (tracked, next.into())
+    }
+
     /// After a restart (nothing tracked), serves the catalog status says was loaded, straight
     /// from the disk cache: no network, no download. Returns the tracked state to continue
     /// from, or `None` when there is nothing to restore or the last contact had failed.
-    pub(super) async fn restore(&self, target: &Target<'_>) -> Option<Tracked> {
+    async fn restore(&self, target: &Target<'_>) -> Option<Tracked> {
         let context = &self.context;
         let restore = poll::restorable(target.catalog_source.status.as_ref(), target.raw)?;
         let cache = context.registry.cache().clone();
@@ -83,10 +105,11 @@ impl Reconciler {
         }
         let tracked = Tracked {
             uid: target.uid(),
-            image: target.raw.to_owned(),
+            source: target.raw.to_owned(),
             secrets: target.sources.fingerprint.clone(),
             last_connect: restore.last_connect.unwrap_or(target.now),
             last_poll: restore.last_poll,
+            last_check: None,
             failure: None,
         };
         self.tracked.insert(target.key.clone(), tracked.clone());
@@ -95,12 +118,7 @@ impl Reconciler {
 
     /// Resolves the image and loads it when its digest is new. Never fails: the outcome is the
     /// new tracked state (a failure with its retry time), shown in status by the caller.
-    pub(super) async fn contact(
-        &self,
-        target: &Target<'_>,
-        previous: Option<&Tracked>,
-        why: Why,
-    ) -> Tracked {
+    async fn contact(&self, target: &Target<'_>, previous: Option<&Tracked>, why: Why) -> Tracked {
         let context = &self.context;
         let (namespace, name) = (&target.key.0, &target.key.1);
         let keyring = &target.sources.keyring;
@@ -197,10 +215,11 @@ impl Reconciler {
         };
         let tracked = Tracked {
             uid: target.uid(),
-            image: target.raw.to_owned(),
+            source: target.raw.to_owned(),
             secrets: target.sources.fingerprint.clone(),
             last_connect: target.now,
             last_poll,
+            last_check: None,
             failure,
         };
         self.tracked.insert(target.key.clone(), tracked.clone());
@@ -246,7 +265,19 @@ impl Reconciler {
     }
 
     async fn event(&self, target: &Target<'_>, type_: EventType, reason: &str, note: String) {
-        let regarding = target.catalog_source.object_ref(&());
+        self.catalog_event(target.catalog_source, type_, reason, note)
+            .await;
+    }
+
+    /// Publishes an event about loading the catalog of `catalog_source`.
+    pub(super) async fn catalog_event(
+        &self,
+        catalog_source: &CatalogSource,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let regarding = catalog_source.object_ref(&());
         self.context
             .event(&regarding, type_, reason, "Load", Some(note))
             .await;

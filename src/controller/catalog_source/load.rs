@@ -218,10 +218,16 @@ fn summarize(error: &CatalogError, root: &Path) -> String {
         CatalogError::Load(other) => vec![crate::failure::error_chain(other)],
     };
     let root = root.display().to_string();
-    let problems: Vec<String> = problems
-        .into_iter()
-        .map(|problem| problem.replace(&root, ""))
-        .collect();
+    summary(
+        problems
+            .into_iter()
+            .map(|problem| problem.replace(&root, ""))
+            .collect(),
+    )
+}
+
+/// The first few of `problems` and a count of the rest, bounded for a status message.
+pub(super) fn summary(problems: Vec<String>) -> String {
     let lead = match problems.len() {
         1 => String::new(),
         n => format!("{n} problems: "),

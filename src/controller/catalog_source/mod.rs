@@ -1,11 +1,12 @@
 //! The CatalogSource reconciler: pulls each catalog image with the pull secrets named in
-//! `spec.secrets`, keeps its validated file-based catalog in memory (`context.catalogs`) and
-//! reports OLM's status.
+//! `spec.secrets`, or reads the catalog of the registry server named by `spec.address`, keeps the
+//! validated file-based catalog in memory (`context.catalogs`) and reports OLM's status.
 //!
 //! Steps, one file each: [`secrets`] and the stores (dereference), [`validate`], [`poll`] (the
-//! decision to contact the registry), [`load`] and [`contact`] (registry and disk), [`status`]
-//! (pure) and [`reconcile`] (the orchestration and the one status write). [`triggers`] maps
-//! source Secret changes to CatalogSources.
+//! decision to contact the registry), [`load`] and [`contact`] (registry and disk), [`server`]
+//! (the decision, health check and read of a registry server), [`status`] (pure) and
+//! [`reconcile`] (the orchestration and the one status write). [`triggers`] maps source Secret
+//! changes to CatalogSources.
 //!
 //! Triggers: CatalogSource changes; changes of a source Secret (watched by name in
 //! [`crate::controller::source_secrets`]); requeues at the next poll or retry. Deleted
@@ -17,6 +18,7 @@ pub mod load;
 pub mod poll;
 pub mod reconcile;
 pub mod secrets;
+pub mod server;
 pub mod status;
 pub mod tracked;
 pub mod triggers;

@@ -17,8 +17,8 @@ use crate::registry::Digest;
 pub enum Why {
     /// Nothing was tried for this CatalogSource yet (new, or opcat restarted).
     FirstLoad,
-    /// `spec.image` changed since the last contact.
-    ImageChanged,
+    /// `spec.image` (or `spec.address`) changed since the last contact.
+    SourceChanged,
     /// A source Secret appeared, disappeared or changed (rotation, fix): retry at once.
     SecretsChanged,
     /// The last contact failed and its back-off has passed.
@@ -32,7 +32,7 @@ impl Why {
     pub fn as_str(self) -> &'static str {
         match self {
             Why::FirstLoad => "first_load",
-            Why::ImageChanged => "image_changed",
+            Why::SourceChanged => "source_changed",
             Why::SecretsChanged => "secrets_changed",
             Why::Retry => "retry",
             Why::PollDue => "poll_due",
@@ -60,8 +60,8 @@ pub fn decide(
     let Some(tracked) = tracked else {
         return Decision::Contact(Why::FirstLoad);
     };
-    if tracked.image != image {
-        return Decision::Contact(Why::ImageChanged);
+    if tracked.source != image {
+        return Decision::Contact(Why::SourceChanged);
     }
     if tracked.secrets != *secrets {
         return Decision::Contact(Why::SecretsChanged);
@@ -90,6 +90,27 @@ pub fn decide(
             }
         }
         None => Decision::Contact(Why::PollDue),
+    }
+}
+
+/// When the reconciler looks at a CatalogSource again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// At this time (a poll, a retry, a health check).
+    At(Timestamp),
+    /// Nothing is scheduled: at the next resync.
+    Resync,
+    /// Something is due already (only when the clock went backwards): soon, never in a spin.
+    Soon,
+}
+
+impl From<Decision> for Look {
+    fn from(decision: Decision) -> Self {
+        match decision {
+            Decision::Wait { until: Some(until) } => Look::At(until),
+            Decision::Wait { until: None } => Look::Resync,
+            Decision::Contact(_) => Look::Soon,
+        }
     }
 }
 
@@ -156,10 +177,11 @@ mod tests {
     fn loaded(last_poll: i64) -> Tracked {
         Tracked {
             uid: None,
-            image: IMAGE.to_owned(),
+            source: IMAGE.to_owned(),
             secrets: secrets("1"),
             last_connect: at(last_poll),
             last_poll: Some(at(last_poll)),
+            last_check: None,
             failure: None,
         }
     }
@@ -229,7 +251,7 @@ mod tests {
         let tracked = loaded(0);
         assert_eq!(
             decide(Some(&tracked), "other/image:v1", &secrets("1"), None, at(1)),
-            Decision::Contact(Why::ImageChanged)
+            Decision::Contact(Why::SourceChanged)
         );
         assert_eq!(
             decide(Some(&tracked), IMAGE, &secrets("2"), None, at(1)),

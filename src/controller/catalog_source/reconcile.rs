@@ -1,5 +1,7 @@
 //! One reconcile of a CatalogSource: dereference (stores and memory) → validate (pure) → poll
-//! decision (pure) → load (registry, only when due) → status (one write, only when changed).
+//! decision (pure) → load (registry or registry server, only when due) → status (one write,
+//! only when changed). Images and registry servers (`spec.address`) each have their own
+//! decision and load steps ([`super::contact`], [`super::server`]); the rest is shared.
 //!
 //! Failures to load the catalog are not reconcile errors: they are shown in status and retried
 //! on their own back-off (kept in the tracked state, so the reconcile that our own status write
@@ -13,8 +15,9 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use super::contact::Target;
-use super::poll::{self, Decision};
+use super::poll::Look;
 use super::secrets::{self, Gathered};
+use super::server::{ServerConnections, ServerTarget};
 use super::status::{self, Observed};
 use super::tracked::TrackedMap;
 use super::validate::{self, SpecCheck};
@@ -33,6 +36,8 @@ pub const CONTROLLER: &str = controllers::CATALOG_SOURCE;
 pub struct Reconciler {
     pub context: Arc<Context>,
     pub tracked: TrackedMap,
+    /// Connections to the registry servers of address catalogs.
+    pub servers: ServerConnections,
 }
 
 /// Why a reconcile failed (the catalog's own problems are status, not errors).
@@ -85,12 +90,14 @@ impl Reconciler {
         Self {
             context,
             tracked: TrackedMap::default(),
+            servers: ServerConnections::default(),
         }
     }
 
     /// Drops everything held for `namespace/name` (deleted, recreated, or no longer servable).
     pub fn forget(&self, key: &CatalogKey) {
         self.tracked.remove(key);
+        self.servers.remove(key);
         self.context.catalogs.remove(&key.0, &key.1);
         self.context
             .backoffs
@@ -142,30 +149,28 @@ pub async fn reconcile(
         catalog_source.spec.poll_interval(),
         settings.invalid_poll_interval,
     );
-    let (raw, image) = match &spec {
-        SpecCheck::Image { raw, image } => (raw.as_str(), image),
-        SpecCheck::Unsupported { message } => {
-            reconciler.forget(&key);
-            let observed = Observed {
-                spec: &spec,
-                interval: &interval,
-                secrets: None,
-                tracked: None,
-                served: None,
-                generation: catalog_source.meta().generation,
-                now,
-            };
-            let written = write_status(context, &catalog_source, &namespace, &observed).await?;
-            context.catalogs.mark_settled(&namespace, &name);
-            if written == Outcome::Applied {
-                tracing::info!(%namespace, %name, reason = message.as_str(), "CatalogSource not servable");
-            }
-            // Terminal: only a spec change can fix it (DESIGN invariant 7).
-            return Ok(Action::await_change());
+    if let SpecCheck::Unsupported { message } | SpecCheck::NoSource { message } = &spec {
+        reconciler.forget(&key);
+        let observed = Observed {
+            spec: &spec,
+            interval: &interval,
+            secrets: None,
+            tracked: None,
+            served: None,
+            generation: catalog_source.meta().generation,
+            now,
+        };
+        let written = write_status(context, &catalog_source, &namespace, &observed).await?;
+        // Nothing to load (yet): the package API need not wait for this catalog.
+        context.catalogs.mark_settled(&namespace, &name);
+        if written == Outcome::Applied {
+            tracing::info!(%namespace, %name, reason = message.as_str(), "CatalogSource not servable");
         }
-    };
+        // Only a spec change can end this (DESIGN invariant 7: never retried hot).
+        return Ok(Action::await_change());
+    }
 
-    // Dereference the source secrets.
+    // Dereference the source secrets (image pulls; bundle pulls of both kinds).
     let sources = match secrets::gather(catalog_source.spec.secret_names(), |secret| {
         context.source_secrets.get(&namespace, secret)
     }) {
@@ -175,26 +180,34 @@ pub async fn reconcile(
             return Ok(Action::requeue(settings.wait_requeue));
         }
     };
-    let target = Target {
-        catalog_source: &catalog_source,
-        key: &key,
-        raw,
-        image,
-        sources: &sources,
-        now,
-    };
 
-    // Poll decision, then load when due.
-    let mut tracked = reconciler.tracked.get(&key);
-    if tracked.is_none() {
-        tracked = reconciler.restore(&target).await;
-    }
+    // Contact the registry, or the registry server, when due.
     let every = interval.every_or(settings.default_poll_interval);
-    if let Decision::Contact(why) =
-        poll::decide(tracked.as_ref(), raw, &sources.fingerprint, every, now)
-    {
-        tracked = Some(reconciler.contact(&target, tracked.as_ref(), why).await);
-    }
+    let (tracked, next) = match &spec {
+        SpecCheck::Image { raw, image } => {
+            let target = Target {
+                catalog_source: &catalog_source,
+                key: &key,
+                raw,
+                image,
+                sources: &sources,
+                now,
+            };
+            reconciler.image_step(&target, every).await
+        }
+        SpecCheck::Address { raw } => {
+            let target = ServerTarget {
+                catalog_source: &catalog_source,
+                key: &key,
+                address: raw,
+                now,
+            };
+            reconciler.server_step(&target, every).await
+        }
+        SpecCheck::Unsupported { .. } | SpecCheck::NoSource { .. } => {
+            return Ok(Action::await_change());
+        }
+    };
 
     // Status.
     let served = context.catalogs.get(&namespace, &name);
@@ -212,14 +225,12 @@ pub async fn reconcile(
     context.backoffs.succeeded(&backoff_key(&namespace, &name));
     context.catalogs.mark_settled(&namespace, &name);
 
-    // Look again when the next poll or retry is due.
-    let requeue = match poll::decide(tracked.as_ref(), raw, &sources.fingerprint, every, now) {
-        Decision::Wait { until: Some(until) } => {
-            crate::timing::elapsed(now, until).min(settings.resync)
-        }
-        Decision::Wait { until: None } => settings.resync,
+    // Look again when the next poll, check or retry is due.
+    let requeue = match next {
+        Look::At(until) => crate::timing::elapsed(now, until).min(settings.resync),
+        Look::Resync => settings.resync,
         // Only reachable if the clock went backwards; never spin.
-        Decision::Contact(_) => settings.wait_requeue,
+        Look::Soon => settings.wait_requeue,
     };
     Ok(Action::requeue(requeue.max(Duration::from_millis(100))))
 }

@@ -9,19 +9,22 @@ use k8s_openapi::jiff::Timestamp;
 use super::secrets::Fingerprint;
 use crate::controller::catalogs::CatalogKey;
 
-/// The last contact with the registry for one CatalogSource.
+/// The last contact with the registry (or registry server) of one CatalogSource.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tracked {
     /// UID of the CatalogSource it was made for (a recreated object starts afresh).
     pub uid: Option<String>,
-    /// `spec.image` it was made for.
-    pub image: String,
+    /// `spec.image` or `spec.address` it was made for.
+    pub source: String,
     /// The source secrets it was made with.
     pub secrets: Fingerprint,
     /// When it was made (`connectionState.lastConnect`).
     pub last_connect: Timestamp,
-    /// When the registry last answered with a digest (`latestImageRegistryPoll`).
+    /// When the registry last answered with a digest (`latestImageRegistryPoll`), or the
+    /// registry server last sent its catalog.
     pub last_poll: Option<Timestamp>,
+    /// When a registry server last answered a health check (address catalogs only).
+    pub last_check: Option<Timestamp>,
     /// Set when it failed.
     pub failure: Option<Failure>,
 }

@@ -1,4 +1,11 @@
 //! Validate step (pure, no client): which CatalogSources opcat can serve, and the poll interval.
+//!
+//! As OLM (`validateSourceType` in `pkg/controller/operators/catalog/operator.go` and
+//! `ReconcilerForSource` in `pkg/controller/registry/reconciler/reconciler.go`), a `grpc` source
+//! with an image is read from the image (an address is then ignored) and one with only an
+//! address from the registry server there. Unlike OLM, a `grpc` source with neither is not a spec
+//! error but a wait: `operator-sdk run bundle` creates it so and sets the address once its
+//! registry pod runs.
 
 use std::time::Duration;
 
@@ -6,10 +13,17 @@ use crate::api::CatalogSourceSpec;
 use crate::api::catalog_source::SourceType;
 use crate::go_duration;
 use crate::registry::ImageRef;
+use crate::registry_grpc::client::endpoint_uri;
+
+/// Why a `grpc` CatalogSource without image and address waits.
+pub const NO_SOURCE: &str = "neither spec.image nor spec.address is set yet: waiting for one \
+                             (operator-sdk run bundle sets spec.address once its registry pod \
+                             runs)";
 
 /// What opcat supports, appended to every "not supported" message.
-pub const SUPPORTED: &str = "opcat serves catalogs from images: set spec.sourceType: grpc and \
-                             spec.image; spec.address and configMap catalogs are not supported";
+pub const SUPPORTED: &str = "opcat serves catalogs from images and registry servers: set \
+                             spec.sourceType: grpc and spec.image or spec.address; configMap \
+                             catalogs are not supported";
 
 /// Whether opcat can serve a CatalogSource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +35,16 @@ pub enum SpecCheck {
         /// The parsed reference.
         image: ImageRef,
     },
+    /// `sourceType: grpc` with only a valid `address` (`HOST:PORT` of a registry server).
+    Address {
+        /// `spec.address` as written (trimmed).
+        raw: String,
+    },
+    /// `sourceType: grpc` with neither `image` nor `address` yet: a wait, not an error.
+    NoSource {
+        /// What is missing and what sets it.
+        message: String,
+    },
     /// Anything else: reported as `SpecInvalidError`, never retried until the spec changes.
     Unsupported {
         /// What is wrong and what is supported.
@@ -28,8 +52,7 @@ pub enum SpecCheck {
     },
 }
 
-/// Checks `sourceType`, `image` and `address` the way OLM's `validateSourceType` does, narrowed
-/// to what opcat serves.
+/// Checks `sourceType`, `image` and `address` the way OLM's `validateSourceType` does.
 pub fn check_source(spec: &CatalogSourceSpec) -> SpecCheck {
     let unsupported = |what: String| SpecCheck::Unsupported {
         message: format!("{what}; {SUPPORTED}"),
@@ -48,15 +71,21 @@ pub fn check_source(spec: &CatalogSourceSpec) -> SpecCheck {
                         message: format!("spec.image: {error}"),
                     },
                 },
-                (true, false) => unsupported(format!(
-                    "spec.address {address:?} names a running gRPC registry server, which opcat \
-                     does not read"
-                )),
-                (true, true) => unsupported("spec.image is not set".to_owned()),
+                (true, false) => match endpoint_uri(address) {
+                    Ok(_) => SpecCheck::Address {
+                        raw: address.to_owned(),
+                    },
+                    Err(error) => SpecCheck::Unsupported {
+                        message: format!("spec.address {address:?} is not HOST:PORT: {error}"),
+                    },
+                },
+                (true, true) => SpecCheck::NoSource {
+                    message: NO_SOURCE.to_owned(),
+                },
             }
         }
         SourceType::ConfigMap => unsupported(format!(
-            "spec.sourceType {:?} (a ConfigMap catalog) is not supported",
+            "spec.sourceType {:?} (a ConfigMap catalog, spec.configMap) is not supported",
             spec.source_type
         )),
         SourceType::Unknown(other) => unsupported(format!("unknown spec.sourceType {other:?}")),
@@ -177,9 +206,34 @@ mod tests {
     }
 
     #[test]
+    fn an_address_alone_names_a_registry_server() {
+        assert_eq!(
+            check_source(&spec("grpc", None, Some(" 10.244.0.7:50051 "))),
+            SpecCheck::Address {
+                raw: "10.244.0.7:50051".to_owned()
+            }
+        );
+        let bad = unsupported(&spec("grpc", None, Some("catalog.olm.svc")));
+        assert!(
+            bad.starts_with("spec.address \"catalog.olm.svc\" is not HOST:PORT"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn neither_image_nor_address_is_a_wait_not_an_error() {
+        for (image, address) in [(None, None), (Some("  "), Some(""))] {
+            assert_eq!(
+                check_source(&spec("grpc", image, address)),
+                SpecCheck::NoSource {
+                    message: NO_SOURCE.to_owned()
+                }
+            );
+        }
+    }
+
+    #[test]
     fn unsupported_sources_say_what_is_supported() {
-        let address = unsupported(&spec("grpc", None, Some("catalog.olm.svc:50051")));
-        assert!(address.contains("\"catalog.olm.svc:50051\""), "{address}");
         let config_map = unsupported(&spec("configmap", None, None));
         assert!(config_map.contains("ConfigMap catalog"), "{config_map}");
         let internal = unsupported(&spec("internal", None, None));
@@ -189,13 +243,12 @@ mod tests {
             unknown.contains("unknown spec.sourceType \"http\""),
             "{unknown}"
         );
-        let empty = unsupported(&spec("grpc", Some("  "), None));
-        assert!(empty.contains("spec.image is not set"), "{empty}");
-        for message in [address, config_map, internal, unknown, empty] {
+        for message in [config_map, internal, unknown] {
             assert!(
                 message.ends_with(
-                    "opcat serves catalogs from images: set spec.sourceType: grpc and spec.image; \
-                     spec.address and configMap catalogs are not supported"
+                    "opcat serves catalogs from images and registry servers: set \
+                     spec.sourceType: grpc and spec.image or spec.address; configMap catalogs \
+                     are not supported"
                 ),
                 "{message}"
             );
