@@ -1,7 +1,6 @@
 //! `opcat catalog serve SOURCE` (the registry gRPC API over a file-based catalog) and
 //! `opcat catalog probe` (a `grpc_health_probe`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,10 +27,6 @@ pub struct ServeArgs {
     /// Port to listen on, on every IPv4 interface (`opm serve --port`); overrides --listen.
     #[arg(short, long, value_name = "PORT")]
     pub port: Option<u16>,
-    /// Accepted for `opm serve` command lines (`--cache-dir=/tmp/cache`) and ignored: opcat
-    /// builds no cache.
-    #[arg(long, value_name = "DIR", hide = true)]
-    pub cache_dir: Option<PathBuf>,
     /// Read and validate the catalog, then exit without serving (`opm serve --cache-only`).
     #[arg(long)]
     pub cache_only: bool,
@@ -61,9 +56,6 @@ pub struct ProbeArgs {
 pub async fn serve_catalog(args: ServeArgs) -> CliResult {
     let started = Instant::now();
     telemetry::init(args.log_format, "info")?;
-    if args.cache_dir.is_some() {
-        tracing::info!("--cache-dir ignored: opcat serves from memory and builds no cache");
-    }
     let catalog = match load_catalog(&args.source).await? {
         Ok(catalog) => Arc::new(catalog),
         Err(code) => return Ok(code),

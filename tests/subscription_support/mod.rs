@@ -76,7 +76,7 @@ impl Fixture {
     }
 
     /// Registry, API server, manager, namespaces, pull secret and OperatorGroup; no catalog.
-    async fn start_bare() -> Self {
+    pub async fn start_bare() -> Self {
         Self::start_bare_in(Env::new().await).await
     }
 

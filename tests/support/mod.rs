@@ -114,6 +114,7 @@ impl Env {
     pub fn settings() -> Settings {
         Settings {
             wait_requeue: Duration::from_millis(200),
+            catalog_server_check: Duration::from_millis(500),
             ..Settings::default()
         }
     }
