@@ -17,6 +17,7 @@ mkdir -p "$work/out" "$work/layer/usr/local/bin"
 objcopy --only-keep-debug target/release/opcat "$work/out/opcat.debug"
 objcopy --strip-all --add-gnu-debuglink="$work/out/opcat.debug" target/release/opcat "$work/out/opcat"
 install -m 0755 "$work/out/opcat" "$work/layer/usr/local/bin/opcat"
+ln -s opcat "$work/layer/usr/local/bin/grpc_health_probe"
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$work/layer" -cf "$work/layer.tar" usr
 gzip -9 -n -c "$work/layer.tar" > "$work/layer.tar.gz"
 

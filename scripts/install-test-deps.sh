@@ -33,12 +33,19 @@ fi
 
 # Python test tools, pinned, in a virtualenv (never the system's site-packages):
 # kubernetes-validate checks deploy/ offline (tests/ops_deploy.rs); prometheus-client's
-# OpenMetrics parser is the reference the /metrics output must parse with (tests/ops_admin.rs).
+# OpenMetrics parser is the reference the /metrics output must parse with (tests/ops_admin.rs);
+# grpcio (with grpcio-tools to compile proto/registry.proto) is the third-party client of
+# `opcat catalog serve` (tests/registry_grpc_python.rs).
 # Tests find the virtualenv at $OPCAT_TEST_VENV (default ~/.cache/opcat-test-tools/venv).
 venv="${OPCAT_TEST_VENV:-$HOME/.cache/opcat-test-tools/venv}"
-python_tools=("kubernetes-validate==1.37.0" "prometheus-client==0.26.0")
-if ! "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "kubernetes-validate==1.37.0" \
-  || ! "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "prometheus_client==0.26.0"; then
+python_tools=("kubernetes-validate==1.37.0" "prometheus-client==0.26.0" "grpcio==1.85.1" "grpcio-tools==1.85.1")
+# pip freeze spells names with `_` or `-` as the package does; compare them normalised.
+installed="$("$venv/bin/python" -m pip freeze 2>/dev/null | tr '[:upper:]_' '[:lower:]-' || true)"
+missing_tool=0
+for tool in "${python_tools[@]}"; do
+  grep -qx "$(printf '%s' "$tool" | tr '[:upper:]_' '[:lower:]-')" <<<"$installed" || missing_tool=1
+done
+if [ "$missing_tool" -eq 1 ]; then
   if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     sudo_cmd=()
     [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)

@@ -67,9 +67,10 @@ pub const SOURCE_TYPE_INTERNAL: &str = "internal";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogSourceSpec {
-    /// How the catalog is served. `grpc` with `image` is the kind opcat supports: the catalog
-    /// image is pulled and read directly. `configmap` and `internal` (ConfigMap catalogs) and
-    /// `grpc` with only `address` are accepted but reported as unsupported in status.
+    /// How the catalog is served. `grpc` with `image`: the catalog image is pulled and read
+    /// directly; `grpc` with only `address`: the catalog is read from that registry server.
+    /// `configmap` and `internal` (ConfigMap catalogs) are accepted but reported as unsupported
+    /// in status.
     pub source_type: String,
 
     /// Preference among catalogs when the same package is offered by more than one: higher
@@ -82,8 +83,8 @@ pub struct CatalogSourceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map: Option<String>,
 
-    /// `host:port` of an existing gRPC registry server, for `grpc` catalogs without `image`.
-    /// Not supported by opcat; ignored when `image` is set.
+    /// `host:port` of an existing gRPC registry server, for `grpc` catalogs without `image`:
+    /// opcat reads the catalog from it (operator-registry's API). Ignored when `image` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
 
@@ -248,8 +249,9 @@ pub struct CatalogSourceStatus {
     pub conditions: Option<Vec<Condition>>,
 
     // opcat additions below: not in OLM's schema; OLM clients ignore them.
-    /// Digest (`sha256:...`) of the catalog image opcat last loaded. Bundles are resolved from
-    /// this exact content until a poll finds a new digest. (opcat extension.)
+    /// Digest (`sha256:...`) of the catalog image opcat last loaded; for a catalog read from a
+    /// registry server (`spec.address`), the digest of the content it served. Bundles are
+    /// resolved from this exact content until a poll finds a new digest. (opcat extension.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_image_digest: Option<String>,
 
@@ -302,7 +304,8 @@ pub struct RegistryServiceStatus {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GrpcConnectionState {
-    /// Where the catalog was read from (for opcat: the catalog image reference).
+    /// Where the catalog was read from (for opcat: the catalog image reference, or
+    /// `spec.address` for a registry server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
     /// `READY` when the catalog was read and indexed; `TRANSIENT_FAILURE` when it could not
