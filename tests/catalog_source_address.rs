@@ -291,3 +291,68 @@ async fn operator_sdk_run_bundle_sequence_installs() {
     assert_pull_secret_propagated(&fixture);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_served_without_an_image_is_installed_from_its_manifests() {
+    use base64::Engine as _;
+    let fixture = Fixture::start_bare().await;
+    // widget-operator v1.0.0 with its manifests in the catalog and no bundle image: the server
+    // sends them as `Bundle.object`.
+    let mut config = widget_catalog(&fixture.env, |channel, bundle| {
+        channel == "stable" && bundle == "widget-operator.v1.0.0"
+    });
+    let manifests = fixture
+        .env
+        .images
+        .bundles_dir
+        .join("widget-operator/1.0.0/manifests");
+    let bundle = config
+        .bundles
+        .iter_mut()
+        .find(|b| b.name == "widget-operator.v1.0.0")
+        .unwrap();
+    bundle.image.clear();
+    let mut files: Vec<_> = std::fs::read_dir(&manifests)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    for file in files {
+        let data = base64::engine::general_purpose::STANDARD.encode(std::fs::read(file).unwrap());
+        bundle.properties.push(opcat::fbc::Property::BundleObject(
+            opcat::fbc::property::BundleObject { data },
+        ));
+    }
+    let scratch = fixture.env.registry.scratch("embedded-catalog");
+    let server = CatalogServe::start(&write_catalog(&scratch, &config)).await;
+    fixture
+        .env
+        .create(&address_catalog(Some(&server.address)))
+        .await;
+    wait_ready_at(&fixture, &server.address).await;
+    fixture.subscribe("widgets", |_| {}).await;
+    fixture
+        .wait_installed("widgets", "widget-operator.v1.0.0")
+        .await;
+    let csv = fixture
+        .wait_csv_phase("widget-operator.v1.0.0", "Succeeded")
+        .await;
+    assert_eq!(
+        csv.annotations()["opcat.dev/bundle-image"],
+        "",
+        "no image was pulled"
+    );
+    assert!(
+        fixture
+            .env
+            .api
+            .get::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(
+                "",
+                "widgets.example.opcat.dev"
+            )
+            .is_some(),
+        "the bundle's CRD, sent by the server, is installed"
+    );
+    assert_pull_secret_propagated(&fixture);
+    server.stop().await;
+}

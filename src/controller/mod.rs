@@ -42,6 +42,7 @@ pub mod context;
 pub mod csv;
 pub mod deployment_rollout;
 pub mod drift;
+pub mod embedded_bundle;
 pub mod events;
 pub mod install_plan;
 pub mod installed_operators;

@@ -37,9 +37,13 @@ impl Loader {
     }
 
     pub(super) fn manifest(&mut self, shown: &str, name: String, path: &Path) {
-        let Some(mut value) = self.read_document(shown, &name, path) else {
-            return;
-        };
+        if let Some(value) = self.read_document(shown, &name, path) {
+            self.document(shown, name, value);
+        }
+    }
+
+    /// One manifest already parsed (read from a file, or sent by a catalog).
+    pub(super) fn document(&mut self, shown: &str, name: String, mut value: Value) {
         self.default_api_version(&name, &mut value);
         let object: DynamicObject = match serde_path_to_error::deserialize(&value) {
             Ok(object) => object,

@@ -115,6 +115,19 @@ impl Bundle {
         loader.finish(dir)
     }
 
+    /// A bundle from manifests a catalog embeds (`olm.bundle.object`, or a registry server's
+    /// `Bundle.object`), checked like the files of `manifests/`: `source` names where they come
+    /// from in messages, each manifest is named `<index>.json`. Such a bundle has no metadata
+    /// files (its properties and dependencies are the catalog's).
+    pub fn from_manifests(source: &str, manifests: Vec<Value>) -> Result<Self, LoadError> {
+        let mut loader = Loader::new("");
+        for (index, manifest) in manifests.into_iter().enumerate() {
+            let name = format!("{index}.json");
+            loader.document(&name, name.clone(), manifest);
+        }
+        loader.finish(Path::new(source))
+    }
+
     /// `metadata.name` of the ClusterServiceVersion: the bundle's name.
     pub fn name(&self) -> &str {
         self.csv.metadata.name.as_deref().unwrap_or_default()

@@ -1,6 +1,7 @@
 //! The bundle of a ClusterServiceVersion: pulled with the catalog's credentials
 //! (`Registry::fetch`, digest-verified and cached on disk), loaded, and kept parsed in memory by
-//! image reference. Touches the registry (only on a cache miss of both caches: after a restart,
+//! image reference; or, for a bundle without an image, read from the manifests its catalog
+//! embeds (`controller::embedded_bundle`). Touches the registry (only on a cache miss of both caches: after a restart,
 //! or for an image that is not digest-pinned).
 
 use std::collections::HashMap;
@@ -9,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use crate::bundle::Bundle;
 use crate::bundle::annotations::{MANIFESTS, METADATA};
 use crate::bundle::load::{LoadError, MANIFESTS_DIR, METADATA_DIR};
+use crate::controller::catalogs::CatalogIndex;
+use crate::controller::embedded_bundle::{Embedded, embedded_bundle, embedded_key};
 use crate::registry::{ImageRef, Keyring, Registry, RegistryError};
 
 /// Parsed bundles kept in memory.
@@ -74,13 +77,42 @@ impl BundleCache {
                 .map_err(|error| BundleProblem::Task(error.to_string()))?
                 .map_err(BundleProblem::Invalid)?;
         let bundle = Arc::new(bundle);
+        self.keep(image.to_owned(), bundle.clone());
+        Ok(bundle)
+    }
+
+    /// The bundle `name` (of `package`) that the catalog of CatalogSource `namespace/catalog`
+    /// embeds (no image), kept parsed by content key. `Ok(None)`: the catalog is not loaded.
+    pub fn get_embedded(
+        &self,
+        catalogs: &CatalogIndex,
+        (namespace, catalog): (&str, &str),
+        package: &str,
+        name: &str,
+    ) -> Result<Option<Arc<Bundle>>, BundleProblem> {
+        if let Some(bundle) =
+            embedded_key(catalogs, namespace, catalog, name).and_then(|key| self.cached(&key))
+        {
+            return Ok(Some(bundle));
+        }
+        match embedded_bundle(catalogs, namespace, catalog, package, name) {
+            Embedded::CatalogNotLoaded { .. } => Ok(None),
+            Embedded::Missing { message } => Err(BundleProblem::BadLayout(message)),
+            Embedded::Found { key, bundle } => {
+                let bundle = Arc::new(bundle.map_err(BundleProblem::Invalid)?);
+                self.keep(key, bundle.clone());
+                Ok(Some(bundle))
+            }
+        }
+    }
+
+    fn keep(&self, key: String, bundle: Arc<Bundle>) {
         if let Ok(mut bundles) = self.bundles.lock() {
             if bundles.len() >= MAX_BUNDLES {
                 bundles.clear();
             }
-            bundles.insert(image.to_owned(), bundle.clone());
+            bundles.insert(key, bundle);
         }
-        Ok(bundle)
     }
 
     fn cached(&self, image: &str) -> Option<Arc<Bundle>> {

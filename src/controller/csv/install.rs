@@ -189,11 +189,37 @@ async fn dereference(
     };
     // The bundle is opcat's own pull: the catalog's credentials, whatever the consent.
     let keyring = observe::keyring(sources.iter(), str::to_owned);
-    let bundle = match state
-        .bundles
-        .get(&context.registry, &bundle_image, &keyring)
-        .await
-    {
+    let fetched = if bundle_image.is_empty() {
+        // No image: the manifests are in the catalog (a registry server's `Bundle.object`).
+        let package = csv
+            .annotations()
+            .get(csv_keys::PACKAGE)
+            .cloned()
+            .unwrap_or_default();
+        match state.bundles.get_embedded(
+            &context.catalogs,
+            (&catalog.namespace, &catalog.name),
+            &package,
+            &csv.name_any(),
+        ) {
+            Ok(Some(bundle)) => Ok(bundle),
+            Ok(None) => {
+                return Ok(Err(Early::Unmet(Unmet::Waiting {
+                    message: format!(
+                        "waiting for catalog source {}/{} to be read: the bundle's manifests are in the catalog",
+                        catalog.namespace, catalog.name
+                    ),
+                })));
+            }
+            Err(problem) => Err(problem),
+        }
+    } else {
+        state
+            .bundles
+            .get(&context.registry, &bundle_image, &keyring)
+            .await
+    };
+    let bundle = match fetched {
         Ok(bundle) => bundle,
         Err(BundleProblem::Registry(source)) if source.is_transient() => {
             return Err(CsvError::Bundle {
@@ -220,7 +246,11 @@ async fn dereference(
             };
             return Ok(Err(Early::Unmet(Unmet::Failed {
                 reason: csv_reasons::INSTALL_COMPONENT_FAILED_NO_RETRY,
-                message: format!("bundle image {bundle_image}: {message}"),
+                message: if bundle_image.is_empty() {
+                    message
+                } else {
+                    format!("bundle image {bundle_image}: {message}")
+                },
             })));
         }
     };

@@ -7,6 +7,7 @@ use super::fetch::{Credentials, FetchError, Fetched, LoadedBundles, credentials,
 use crate::api::CatalogSource;
 use crate::bundle::validate_for_install;
 use crate::controller::context::Context;
+use crate::controller::embedded_bundle::{Embedded, embedded_bundle, embedded_key};
 use crate::controller::plan_record::PlanEntry;
 use crate::registry::RegistryError;
 
@@ -30,47 +31,27 @@ pub enum Pulled {
     },
 }
 
-/// Pulls the bundle of `entry` with the credentials of the CatalogSource it comes from.
+/// Pulls the bundle of `entry` with the credentials of the CatalogSource it comes from, or, for
+/// a bundle without an image, reads the manifests its catalog embeds.
 pub async fn pull(context: &Context, loaded: &LoadedBundles, entry: &PlanEntry) -> Pulled {
-    let catalog = context.stores.catalog_sources.get(
-        &ObjectRef::<CatalogSource>::new(&entry.catalog_name).within(&entry.catalog_namespace),
-    );
-    let keyring = match credentials(context, catalog.as_deref()) {
-        Credentials::Ready(keyring) => keyring,
-        Credentials::Waiting { namespace, secret } => {
-            return Pulled::Waiting(format!(
-                "waiting for pull secret {namespace}/{secret} of catalog source {} to be read",
-                entry.catalog()
-            ));
+    let fetched = if entry.image.is_empty() {
+        match embedded(context, loaded, entry) {
+            Ok(fetched) => fetched,
+            Err(pulled) => return pulled,
         }
-    };
-    let package = Some(entry.package.as_str()).filter(|package| !package.is_empty());
-    let fetched = match fetch(
-        context,
-        loaded,
-        &entry.name,
-        &entry.image,
-        package,
-        &keyring,
-    )
-    .await
-    {
-        Ok(fetched) => fetched,
-        Err(FetchError::Pull(source)) if source.is_transient() => return Pulled::Retry(source),
-        Err(error) => {
-            return Pulled::Failed {
-                message: crate::failure::error_chain(&error),
-                reason: Some(error.reason()),
-            };
+    } else {
+        match pull_image(context, loaded, entry).await {
+            Ok(fetched) => fetched,
+            Err(pulled) => return pulled,
         }
     };
     let found = fetched.bundle.name();
     if found != entry.name {
         return Pulled::Failed {
             message: format!(
-                "bundle image {} holds ClusterServiceVersion {found}, but the catalog lists it \
-                 as {}",
-                entry.image, entry.name
+                "bundle {} holds ClusterServiceVersion {found}, but the catalog lists it as {}",
+                shown(entry),
+                entry.name
             ),
             reason: Some(REASON_BUNDLE_MISMATCH),
         };
@@ -82,4 +63,100 @@ pub async fn pull(context: &Context, loaded: &LoadedBundles, entry: &PlanEntry) 
         };
     }
     Pulled::Ready(Box::new(fetched))
+}
+
+/// Where the bundle of `entry` comes from, for messages.
+fn shown(entry: &PlanEntry) -> String {
+    if entry.image.is_empty() {
+        format!(
+            "{} embedded in catalog source {}",
+            entry.name,
+            entry.catalog()
+        )
+    } else {
+        format!("image {}", entry.image)
+    }
+}
+
+/// The bundle the catalog embeds (kept parsed by content key).
+fn embedded(
+    context: &Context,
+    loaded: &LoadedBundles,
+    entry: &PlanEntry,
+) -> Result<Fetched, Pulled> {
+    let (namespace, catalog) = (&entry.catalog_namespace, &entry.catalog_name);
+    let fetched = |bundle| Fetched {
+        bundle,
+        pinned: String::new(),
+    };
+    if let Some(bundle) = embedded_key(&context.catalogs, namespace, catalog, &entry.name)
+        .and_then(|key| loaded.embedded(&key))
+    {
+        return Ok(fetched(bundle));
+    }
+    match embedded_bundle(
+        &context.catalogs,
+        namespace,
+        catalog,
+        &entry.package,
+        &entry.name,
+    ) {
+        Embedded::CatalogNotLoaded { catalog } => Err(Pulled::Waiting(format!(
+            "waiting for catalog source {catalog} to be read: bundle {} has no image, its \
+             manifests are in the catalog",
+            entry.name
+        ))),
+        Embedded::Missing { message } => Err(Pulled::Failed {
+            message,
+            reason: Some("InvalidBundleReference"),
+        }),
+        Embedded::Found {
+            key,
+            bundle: Ok(bundle),
+        } => Ok(fetched(loaded.keep_embedded(key, bundle))),
+        Embedded::Found {
+            bundle: Err(error), ..
+        } => Err(Pulled::Failed {
+            message: crate::failure::error_chain(&error),
+            reason: Some("BundleInvalid"),
+        }),
+    }
+}
+
+/// Pulls the bundle image of `entry`.
+async fn pull_image(
+    context: &Context,
+    loaded: &LoadedBundles,
+    entry: &PlanEntry,
+) -> Result<Fetched, Pulled> {
+    let catalog = context.stores.catalog_sources.get(
+        &ObjectRef::<CatalogSource>::new(&entry.catalog_name).within(&entry.catalog_namespace),
+    );
+    let keyring = match credentials(context, catalog.as_deref()) {
+        Credentials::Ready(keyring) => keyring,
+        Credentials::Waiting { namespace, secret } => {
+            return Err(Pulled::Waiting(format!(
+                "waiting for pull secret {namespace}/{secret} of catalog source {} to be read",
+                entry.catalog()
+            )));
+        }
+    };
+    let package = Some(entry.package.as_str()).filter(|package| !package.is_empty());
+    match fetch(
+        context,
+        loaded,
+        &entry.name,
+        &entry.image,
+        package,
+        &keyring,
+    )
+    .await
+    {
+        Ok(fetched) => Ok(fetched),
+        Err(FetchError::Pull(source)) if source.is_transient() => Err(Pulled::Retry(source)),
+        Err(error) => Err(Pulled::Failed {
+            message: crate::failure::error_chain(&error),
+            reason: Some(error.reason()),
+        }),
+    }
 }

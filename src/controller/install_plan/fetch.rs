@@ -59,7 +59,8 @@ pub fn credentials(context: &Context, catalog: Option<&CatalogSource>) -> Creden
 /// A bundle pulled and read.
 pub struct Fetched {
     pub bundle: Arc<Bundle>,
-    /// The bundle image pinned to the digest it resolved to.
+    /// The bundle image pinned to the digest it resolved to (empty for a bundle the catalog
+    /// embeds).
     pub pinned: String,
 }
 
@@ -67,7 +68,7 @@ pub struct Fetched {
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     /// The InstallPlan names no bundle image (the catalog has none for it).
-    #[error("bundle {bundle} has no image in the catalog; opcat installs bundles from images only")]
+    #[error("bundle {bundle} has no image in the catalog")]
     NoImage { bundle: String },
     /// The reference is not an image reference.
     #[error("bundle image reference of {bundle} is invalid")]
@@ -151,6 +152,20 @@ impl Default for LoadedBundles {
         Self {
             bundles: ClearingCache::new(MAX_LOADED),
         }
+    }
+}
+
+impl LoadedBundles {
+    /// A bundle embedded in a catalog, by its content key (`embedded_bundle::embedded_key`).
+    pub fn embedded(&self, key: &str) -> Option<Arc<Bundle>> {
+        self.bundles
+            .get(&(key.to_owned(), String::new(), String::new()))
+    }
+
+    /// Keeps a bundle embedded in a catalog under its content key.
+    pub fn keep_embedded(&self, key: String, bundle: Bundle) -> Arc<Bundle> {
+        self.bundles
+            .insert_or_keep((key, String::new(), String::new()), Arc::new(bundle))
     }
 }
 
