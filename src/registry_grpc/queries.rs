@@ -208,20 +208,7 @@ pub fn entries_that_provide(
     catalog: &Catalog,
     api: &Api<'_>,
 ) -> Result<Vec<api::ChannelEntry>, QueryError> {
-    let mut found = Vec::new();
-    for package in catalog.packages() {
-        for channel in package.channels() {
-            for entry in &channel.entries {
-                if api.provided_by(package, &entry.name) {
-                    entries_for(package, channel, &entry.name, true, &mut found);
-                }
-            }
-        }
-    }
-    if found.is_empty() {
-        return Err(api.no_entry());
-    }
-    Ok(found)
+    providers(catalog, api, false)
 }
 
 /// `GetLatestChannelEntriesThatProvide`: channel heads only.
@@ -229,12 +216,29 @@ pub fn latest_entries_that_provide(
     catalog: &Catalog,
     api: &Api<'_>,
 ) -> Result<Vec<api::ChannelEntry>, QueryError> {
+    providers(catalog, api, true)
+}
+
+/// The entries whose bundles provide `api`: every entry, or only channel heads (whose skipped
+/// bundles are listed only when they are in the channel).
+fn providers(
+    catalog: &Catalog,
+    api: &Api<'_>,
+    heads_only: bool,
+) -> Result<Vec<api::ChannelEntry>, QueryError> {
     let mut found = Vec::new();
     for package in catalog.packages() {
         for channel in package.channels() {
-            let head = &channel.head().name;
-            if api.provided_by(package, head) {
-                entries_for(package, channel, head, false, &mut found);
+            let head = channel.head();
+            let entries = if heads_only {
+                std::slice::from_ref(head)
+            } else {
+                channel.entries.as_slice()
+            };
+            for entry in entries {
+                if api.provided_by(package, &entry.name) {
+                    entries_for(package, channel, &entry.name, !heads_only, &mut found);
+                }
             }
         }
     }

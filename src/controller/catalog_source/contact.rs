@@ -232,20 +232,40 @@ impl Reconciler {
         served: Option<&LoadedCatalog>,
         loaded: LoadedCatalog,
     ) {
+        self.serve_loaded(
+            target.catalog_source,
+            target.key,
+            served,
+            loaded,
+            "catalog image",
+        )
+        .await;
+    }
+
+    /// Serves a newly loaded catalog in place of `served`, with a `CatalogLoaded` or
+    /// `CatalogUpdated` event; `what` names its kind of source ("catalog image").
+    pub(super) async fn serve_loaded(
+        &self,
+        catalog_source: &CatalogSource,
+        key: &CatalogKey,
+        served: Option<&LoadedCatalog>,
+        loaded: LoadedCatalog,
+        what: &str,
+    ) {
         let packages = loaded.catalog.packages().count();
-        let (namespace, name) = (&target.key.0, &target.key.1);
+        let (namespace, name) = (&key.0, &key.1);
         let (reason, note) = match served {
             Some(served) if served.image == loaded.image => (
                 EVENT_CATALOG_UPDATED,
                 format!(
-                    "catalog image {} changed from {} to {}: {packages} packages",
+                    "{what} {} changed from {} to {}: {packages} packages",
                     loaded.image, served.digest, loaded.digest
                 ),
             ),
             _ => (
                 EVENT_CATALOG_LOADED,
                 format!(
-                    "loaded catalog image {} ({}): {packages} packages",
+                    "loaded {what} {} ({}): {packages} packages",
                     loaded.image, loaded.digest
                 ),
             ),
@@ -253,7 +273,7 @@ impl Reconciler {
         tracing::info!(
             %namespace,
             %name,
-            image = %loaded.image,
+            source = %loaded.image,
             digest = %loaded.digest,
             packages,
             "catalog loaded"
@@ -261,7 +281,8 @@ impl Reconciler {
         self.context
             .catalogs
             .insert(namespace, name, Arc::new(loaded));
-        self.event(target, EventType::Normal, reason, note).await;
+        self.catalog_event(catalog_source, EventType::Normal, reason, note)
+            .await;
     }
 
     async fn event(&self, target: &Target<'_>, type_: EventType, reason: &str, note: String) {

@@ -13,13 +13,13 @@
 //! earlier stays served meanwhile, so installed operators and their Subscriptions keep working.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::events::EventType;
 
-use super::contact::{EVENT_CATALOG_LOAD_FAILED, EVENT_CATALOG_LOADED, EVENT_CATALOG_UPDATED};
+use super::contact::EVENT_CATALOG_LOAD_FAILED;
 use super::load::summary;
 use super::poll::{self, Decision, Look, Why, later};
 use super::reconcile::Reconciler;
@@ -232,7 +232,14 @@ impl Reconciler {
             .as_ref()
             .is_some_and(|served| served.image == loaded.image && served.digest == loaded.digest);
         if !unchanged {
-            self.server_loaded(target, served.as_deref(), loaded).await;
+            self.serve_loaded(
+                target.catalog_source,
+                target.key,
+                served.as_deref(),
+                loaded,
+                "the catalog of registry server",
+            )
+            .await;
         }
         let healthy_before =
             previous.is_some_and(|p| p.failure.is_none() && p.source == target.address);
@@ -339,38 +346,6 @@ impl Reconciler {
         };
         self.tracked.insert(target.key.clone(), tracked.clone());
         tracked
-    }
-
-    async fn server_loaded(
-        &self,
-        target: &ServerTarget<'_>,
-        served: Option<&LoadedCatalog>,
-        loaded: LoadedCatalog,
-    ) {
-        let packages = loaded.catalog.packages().count();
-        let (namespace, name) = (&target.key.0, &target.key.1);
-        let (reason, note) = match served {
-            Some(served) if served.image == loaded.image => (
-                EVENT_CATALOG_UPDATED,
-                format!(
-                    "the catalog of registry server {} changed from {} to {}: {packages} packages",
-                    loaded.image, served.digest, loaded.digest
-                ),
-            ),
-            _ => (
-                EVENT_CATALOG_LOADED,
-                format!(
-                    "read the catalog of registry server {} ({}): {packages} packages",
-                    loaded.image, loaded.digest
-                ),
-            ),
-        };
-        tracing::info!(%namespace, %name, address = %loaded.image, digest = %loaded.digest, packages, "catalog read from registry server");
-        self.context
-            .catalogs
-            .insert(namespace, name, Arc::new(loaded));
-        self.catalog_event(target.catalog_source, EventType::Normal, reason, note)
-            .await;
     }
 }
 
