@@ -135,15 +135,20 @@ impl BundleObject {
 
     /// The manifest as a JSON value (manifests may be YAML or JSON, as `opm` accepts).
     pub fn manifest(&self) -> Result<serde_json::Value, ObjectError> {
+        serde_json::from_str(&self.manifest_json()?)
+            .map_err(|e| ObjectError::Yaml(super::yaml::YamlError::Syntax(e.to_string())))
+    }
+
+    /// The manifest as compact JSON text (`null` for an empty document), without building a
+    /// JSON value: what a registry server sends as `Bundle.object`.
+    pub fn manifest_json(&self) -> Result<String, ObjectError> {
         let bytes = self.decode()?;
         let text = String::from_utf8(bytes).map_err(|_| ObjectError::NotUtf8)?;
         let mut json = String::new();
-        super::yaml::to_json(&text, &mut json)?;
-        if json.is_empty() {
-            return Ok(serde_json::Value::Null);
+        if !super::yaml::to_json(&text, &mut json)? {
+            json.push_str("null");
         }
-        serde_json::from_str(&json)
-            .map_err(|e| ObjectError::Yaml(super::yaml::YamlError::Syntax(e.to_string())))
+        Ok(json)
     }
 }
 

@@ -206,21 +206,32 @@ fn bundle_manifests(
     package: &Package,
     bundle: &Bundle,
 ) -> Result<(String, Vec<String>), ConvertError> {
+    /// Only the `kind` of a manifest (the rest is skipped, not built).
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(borrow, default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+    }
     let mut objects = Vec::new();
+    let mut csv = None;
     for (index, object) in bundle.objects().enumerate() {
-        let manifest = object.manifest().map_err(|error| ConvertError::Object {
-            package: package.name.clone(),
-            bundle: bundle.name.clone(),
-            index,
-            detail: error.to_string(),
-        })?;
+        let manifest = object
+            .manifest_json()
+            .map_err(|error| ConvertError::Object {
+                package: package.name.clone(),
+                bundle: bundle.name.clone(),
+                index,
+                detail: error.to_string(),
+            })?;
+        let kind = serde_json::from_str::<Option<Kind<'_>>>(&manifest)
+            .ok()
+            .flatten()
+            .and_then(|kind| kind.kind);
+        if csv.is_none() && kind.as_deref() == Some(CSV_KIND) {
+            csv = Some(manifest.clone());
+        }
         objects.push(manifest);
     }
-    let csv = objects
-        .iter()
-        .find(|manifest| manifest.get("kind").and_then(Value::as_str) == Some(CSV_KIND))
-        .map(Value::to_string);
-    let mut objects: Vec<String> = objects.iter().map(Value::to_string).collect();
     let csv = match csv {
         Some(csv) => csv,
         None => match synthetic_csv(package, bundle) {
