@@ -196,8 +196,16 @@ async fn a_server_that_goes_away_keeps_operators_and_its_return_brings_the_upgra
         message.contains("still serving the catalog loaded earlier"),
         "{message}"
     );
-    // Installed operators keep running: nothing is removed or rolled back.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Installed operators keep running: nothing is removed or rolled back. The server is tried
+    // again at the fixed check interval (0.5 s in tests), not in a hot loop.
+    let controller = opcat::metrics::controllers::CATALOG_SOURCE;
+    let before = fixture.env.reconciles(controller);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let retries = fixture.env.reconciles(controller) - before;
+    assert!(
+        (1.0..=15.0).contains(&retries),
+        "a server that is away is retried every 0.5 s: {retries} reconciles in 3 s"
+    );
     let csv = fixture
         .wait_csv_phase("widget-operator.v1.1.0", "Succeeded")
         .await;
