@@ -21,7 +21,7 @@ pub enum Embedded {
     /// The bundle; `key` identifies its content (catalog digest and bundle name).
     Found {
         key: String,
-        bundle: Result<Bundle, LoadError>,
+        bundle: Box<Result<Bundle, LoadError>>,
     },
 }
 
@@ -89,7 +89,7 @@ fn find(loaded: &Arc<LoadedCatalog>, shown: &str, package: &str, name: &str) -> 
     }
     Embedded::Found {
         key: key(loaded, name),
-        bundle: Bundle::from_manifests(&source, manifests),
+        bundle: Box::new(Bundle::from_manifests(&source, manifests)),
     }
 }
 

@@ -89,7 +89,7 @@ impl BundleCache {
         (namespace, catalog): (&str, &str),
         package: &str,
         name: &str,
-    ) -> Result<Option<Arc<Bundle>>, BundleProblem> {
+    ) -> Result<Option<Arc<Bundle>>, Box<BundleProblem>> {
         if let Some(bundle) =
             embedded_key(catalogs, namespace, catalog, name).and_then(|key| self.cached(&key))
         {
@@ -97,9 +97,9 @@ impl BundleCache {
         }
         match embedded_bundle(catalogs, namespace, catalog, package, name) {
             Embedded::CatalogNotLoaded { .. } => Ok(None),
-            Embedded::Missing { message } => Err(BundleProblem::BadLayout(message)),
+            Embedded::Missing { message } => Err(Box::new(BundleProblem::BadLayout(message))),
             Embedded::Found { key, bundle } => {
-                let bundle = Arc::new(bundle.map_err(BundleProblem::Invalid)?);
+                let bundle = Arc::new((*bundle).map_err(|e| Box::new(BundleProblem::Invalid(e)))?);
                 self.keep(key, bundle.clone());
                 Ok(Some(bundle))
             }

@@ -211,7 +211,7 @@ async fn dereference(
                     ),
                 })));
             }
-            Err(problem) => Err(problem),
+            Err(problem) => Err(*problem),
         }
     } else {
         state

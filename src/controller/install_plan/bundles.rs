@@ -34,16 +34,13 @@ pub enum Pulled {
 /// Pulls the bundle of `entry` with the credentials of the CatalogSource it comes from, or, for
 /// a bundle without an image, reads the manifests its catalog embeds.
 pub async fn pull(context: &Context, loaded: &LoadedBundles, entry: &PlanEntry) -> Pulled {
-    let fetched = if entry.image.is_empty() {
-        match embedded(context, loaded, entry) {
-            Ok(fetched) => fetched,
-            Err(pulled) => return pulled,
-        }
+    let pulled = if entry.image.is_empty() {
+        embedded(context, loaded, entry)
     } else {
-        match pull_image(context, loaded, entry).await {
-            Ok(fetched) => fetched,
-            Err(pulled) => return pulled,
-        }
+        pull_image(context, loaded, entry).await
+    };
+    let Pulled::Ready(fetched) = pulled else {
+        return pulled;
     };
     let found = fetched.bundle.name();
     if found != entry.name {
@@ -62,7 +59,7 @@ pub async fn pull(context: &Context, loaded: &LoadedBundles, entry: &PlanEntry) 
             reason: None,
         };
     }
-    Pulled::Ready(Box::new(fetched))
+    Pulled::Ready(fetched)
 }
 
 /// Where the bundle of `entry` comes from, for messages.
@@ -78,21 +75,19 @@ fn shown(entry: &PlanEntry) -> String {
     }
 }
 
-/// The bundle the catalog embeds (kept parsed by content key).
-fn embedded(
-    context: &Context,
-    loaded: &LoadedBundles,
-    entry: &PlanEntry,
-) -> Result<Fetched, Pulled> {
+/// The bundle the catalog embeds (kept parsed by content key); `Ready` before the checks.
+fn embedded(context: &Context, loaded: &LoadedBundles, entry: &PlanEntry) -> Pulled {
     let (namespace, catalog) = (&entry.catalog_namespace, &entry.catalog_name);
-    let fetched = |bundle| Fetched {
-        bundle,
-        pinned: String::new(),
+    let ready = |bundle| {
+        Pulled::Ready(Box::new(Fetched {
+            bundle,
+            pinned: String::new(),
+        }))
     };
     if let Some(bundle) = embedded_key(&context.catalogs, namespace, catalog, &entry.name)
         .and_then(|key| loaded.embedded(&key))
     {
-        return Ok(fetched(bundle));
+        return ready(bundle);
     }
     match embedded_bundle(
         &context.catalogs,
@@ -101,44 +96,37 @@ fn embedded(
         &entry.package,
         &entry.name,
     ) {
-        Embedded::CatalogNotLoaded { catalog } => Err(Pulled::Waiting(format!(
+        Embedded::CatalogNotLoaded { catalog } => Pulled::Waiting(format!(
             "waiting for catalog source {catalog} to be read: bundle {} has no image, its \
              manifests are in the catalog",
             entry.name
-        ))),
-        Embedded::Missing { message } => Err(Pulled::Failed {
+        )),
+        Embedded::Missing { message } => Pulled::Failed {
             message,
             reason: Some("InvalidBundleReference"),
-        }),
-        Embedded::Found {
-            key,
-            bundle: Ok(bundle),
-        } => Ok(fetched(loaded.keep_embedded(key, bundle))),
-        Embedded::Found {
-            bundle: Err(error), ..
-        } => Err(Pulled::Failed {
-            message: crate::failure::error_chain(&error),
-            reason: Some("BundleInvalid"),
-        }),
+        },
+        Embedded::Found { key, bundle } => match *bundle {
+            Ok(bundle) => ready(loaded.keep_embedded(key, bundle)),
+            Err(error) => Pulled::Failed {
+                message: crate::failure::error_chain(&error),
+                reason: Some("BundleInvalid"),
+            },
+        },
     }
 }
 
-/// Pulls the bundle image of `entry`.
-async fn pull_image(
-    context: &Context,
-    loaded: &LoadedBundles,
-    entry: &PlanEntry,
-) -> Result<Fetched, Pulled> {
+/// Pulls the bundle image of `entry`; `Ready` before the checks.
+async fn pull_image(context: &Context, loaded: &LoadedBundles, entry: &PlanEntry) -> Pulled {
     let catalog = context.stores.catalog_sources.get(
         &ObjectRef::<CatalogSource>::new(&entry.catalog_name).within(&entry.catalog_namespace),
     );
     let keyring = match credentials(context, catalog.as_deref()) {
         Credentials::Ready(keyring) => keyring,
         Credentials::Waiting { namespace, secret } => {
-            return Err(Pulled::Waiting(format!(
+            return Pulled::Waiting(format!(
                 "waiting for pull secret {namespace}/{secret} of catalog source {} to be read",
                 entry.catalog()
-            )));
+            ));
         }
     };
     let package = Some(entry.package.as_str()).filter(|package| !package.is_empty());
@@ -152,11 +140,11 @@ async fn pull_image(
     )
     .await
     {
-        Ok(fetched) => Ok(fetched),
-        Err(FetchError::Pull(source)) if source.is_transient() => Err(Pulled::Retry(source)),
-        Err(error) => Err(Pulled::Failed {
+        Ok(fetched) => Pulled::Ready(Box::new(fetched)),
+        Err(FetchError::Pull(source)) if source.is_transient() => Pulled::Retry(source),
+        Err(error) => Pulled::Failed {
             message: crate::failure::error_chain(&error),
             reason: Some(error.reason()),
-        }),
+        },
     }
 }
