@@ -144,10 +144,18 @@ async fn an_address_catalog_installs_with_its_pull_secret_and_converges_without_
         status.resolved_image_digest.clone().unwrap()
     );
 
-    // Health checks every half second talk to the server, never to the API server.
+    // Health checks every half second talk to the server, never to the API server: no write,
+    // and no read either (everything comes from the watch caches).
     fixture
         .assert_no_writes_for(Duration::from_secs(3), "converged address catalog")
         .await;
+    let before = fixture.env.manager_requests().total();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        fixture.env.manager_requests().total() - before,
+        0,
+        "a converged address catalog makes no API request"
+    );
     server.stop().await;
 }
 
