@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::UserInfo;
 use super::request_info::RequestInfo;
-use crate::cluster::str_at;
+use crate::cluster::{field, str_at};
 use crate::resources::ResourceKey;
 use crate::status::{ApiError, GroupResource};
 use crate::store::Store;
@@ -71,17 +71,16 @@ pub(crate) fn rule_allows(info: &RequestInfo, rule: &Value) -> bool {
                     .is_some_and(|prefix| info.path.starts_with(prefix))
         });
     }
-    let combined = if info.subresource.is_empty() {
-        info.resource.clone()
-    } else {
-        format!("{}/{}", info.resource, info.subresource)
+    let sub = info.subresource.as_str();
+    // `resource[/subresource]`, compared without building it: this runs for every rule.
+    let is_combined = |r: &str| match r.strip_prefix(info.resource.as_str()) {
+        Some("") => sub.is_empty(),
+        Some(rest) => !sub.is_empty() && rest.strip_prefix('/') == Some(sub),
+        None => false,
     };
     let group_matches = strings(rule, "apiGroups").any(|g| g == "*" || g == info.api_group);
     let resource_matches = strings(rule, "resources").any(|r| {
-        r == "*"
-            || r == combined
-            || (!info.subresource.is_empty()
-                && r.strip_prefix("*/") == Some(info.subresource.as_str()))
+        r == "*" || is_combined(r) || (!sub.is_empty() && r.strip_prefix("*/") == Some(sub))
     });
     let mut names = strings(rule, "resourceNames").peekable();
     let name_matches = names.peek().is_none() || names.any(|n| n == info.name);
@@ -130,12 +129,12 @@ impl Source<'_> {
 
 /// `appliesToUser`.
 fn applies_to(user: &UserInfo, subject: &Value, binding_ns: &str) -> bool {
-    let name = str_at(subject, "/name");
-    match str_at(subject, "/kind") {
+    let name = field(subject, "name");
+    match field(subject, "kind") {
         "User" => user.name == name,
         "Group" => user.groups.iter().any(|g| g == name),
         "ServiceAccount" => {
-            let ns = match str_at(subject, "/namespace") {
+            let ns = match field(subject, "namespace") {
                 "" => binding_ns,
                 given => given,
             };
@@ -156,8 +155,9 @@ pub(crate) fn role_rules<'a>(
     binding: &Value,
     binding_ns: &str,
 ) -> Result<&'a Value, String> {
-    let name = str_at(binding, "/roleRef/name");
-    let (plural, singular, ns) = match str_at(binding, "/roleRef/kind") {
+    let role_ref = binding.get("roleRef").unwrap_or(&Value::Null);
+    let name = field(role_ref, "name");
+    let (plural, singular, ns) = match field(role_ref, "kind") {
         "Role" => ("roles", "role", binding_ns),
         "ClusterRole" => ("clusterroles", "clusterrole", ""),
         other => return Err(format!("unsupported role reference kind: {other:?}")),

@@ -135,6 +135,12 @@ pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
+/// The string field `key` of an object ("" when absent or not a string); unlike a JSON
+/// pointer, it allocates nothing.
+pub(crate) fn field<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
 /// The string at a JSON pointer ("" when absent or not a string).
 pub(crate) fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
     value
