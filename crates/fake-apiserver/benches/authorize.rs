@@ -1,6 +1,7 @@
 //! What authentication and RBAC cost per request: 200 GETs of a ConfigMap through
 //! `kube::Client`, as the admin (no credentials: `system:masters` is allowed before any rule is
-//! read) and as a token user allowed by a RoleBinding, in a cluster holding 1 000 namespaces
+//! read), as a token user in `system:masters` (the token lookup alone) and as a token user
+//! allowed by a RoleBinding, in a cluster holding 1 000 namespaces
 //! with a RoleBinding each and 300 ClusterRoleBindings of other users. The user's cost must
 //! stay close to the admin's: bindings are read in place, and only the request's namespace's
 //! RoleBindings are visited. Run with `scripts/bench-authz.sh`.
@@ -33,6 +34,7 @@ fn binding_json(name: &str, namespace: Option<&str>, user: &str, role: &str) -> 
 fn cluster() -> FakeApiServer {
     let server = FakeApiServer::builder()
         .user_token("reader-token", "reader", &["readers"])
+        .user_token("root-token", "root", &["system:masters"])
         .build();
     for i in 0..NAMESPACES {
         let ns = format!("ns-{i:04}");
@@ -95,13 +97,21 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let server = cluster();
-    let (admin, reader) =
-        rt.block_on(async { (server.client(), server.client_with_token("reader-token")) });
+    let (admin, root, reader) = rt.block_on(async {
+        (
+            server.client(),
+            server.client_with_token("root-token"),
+            server.client_with_token("reader-token"),
+        )
+    });
     let mut group = c.benchmark_group("authorize_200_gets");
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(10));
     group.bench_function("admin (system:masters)", |b| {
         b.iter(|| rt.block_on(gets(admin.clone())));
+    });
+    group.bench_function("token user in system:masters", |b| {
+        b.iter(|| rt.block_on(gets(root.clone())));
     });
     group.bench_function("token user through RBAC", |b| {
         b.iter(|| rt.block_on(gets(reader.clone())));

@@ -156,7 +156,7 @@ fn confirm_no_escalation(
     namespace: &str,
     rules: &[Value],
 ) -> Result<(), String> {
-    let (owned, errors) = rbac::rules_for(&cluster.store, user, namespace);
+    let (owned, errors) = rbac::rules_for(cluster, user, namespace);
     let missing: Vec<Value> = rules
         .iter()
         .flat_map(breakdown)
@@ -199,7 +199,7 @@ fn allowed(
         ..RequestInfo::default()
     };
     matches!(
-        rbac::authorize(&cluster.store, user, &info),
+        rbac::authorize(cluster, user, &info),
         rbac::Decision::Allow(_)
     )
 }

@@ -24,6 +24,7 @@
 pub(crate) mod bootstrap;
 mod clients;
 pub(crate) mod escalation;
+pub(crate) mod index;
 pub(crate) mod rbac;
 pub(crate) mod request_info;
 pub(crate) mod reviews;
@@ -102,7 +103,7 @@ pub(crate) fn guard(
     }
     let info = RequestInfo::new(method.as_str(), path, query);
     let cluster: std::sync::MutexGuard<'_, Cluster> = shared.cluster();
-    match rbac::authorize(&cluster.store, &user, &info) {
+    match rbac::authorize(&cluster, &user, &info) {
         rbac::Decision::Allow(_) => Ok(user),
         rbac::Decision::NoOpinion(reason) => Err(rbac::forbidden(&user, &info, &reason)),
     }

@@ -16,8 +16,9 @@
 //!   then forbidden (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/
 //!   errors.go`, `forbiddenMessage`).
 //!
-//! Bindings are read in place from the store under the server's lock: nothing is copied per
-//! request, and RoleBindings of other namespaces are never visited.
+//! Bindings are found through a subject index ([`super::index`]) and read in place from the
+//! store under the server's lock: only those naming the user, its groups or its ServiceAccount
+//! are visited, and nothing is copied per request.
 
 use std::collections::BTreeSet;
 
@@ -25,7 +26,7 @@ use serde_json::Value;
 
 use super::UserInfo;
 use super::request_info::RequestInfo;
-use crate::cluster::{field, str_at};
+use crate::cluster::{Cluster, field, str_at};
 use crate::resources::ResourceKey;
 use crate::status::{ApiError, GroupResource};
 use crate::store::Store;
@@ -169,44 +170,47 @@ pub(crate) fn role_rules<'a>(
 }
 
 /// `VisitRulesFor`: calls `visit` with each rule that applies to `user` in `namespace` until it
-/// returns false; returns the resolution errors met on the way.
+/// returns false; returns the resolution errors met on the way. The bindings come from the
+/// subject index: ClusterRoleBindings, then the namespace's RoleBindings, in name order.
 pub(crate) fn visit_rules(
-    store: &Store,
+    cluster: &Cluster,
     user: &UserInfo,
     namespace: &str,
     visit: &mut dyn FnMut(&Source<'_>, &Value) -> bool,
 ) -> Vec<String> {
     let mut errors = Vec::new();
-    let mut scopes = vec![("clusterrolebindings", "")];
-    if !namespace.is_empty() {
-        scopes.push(("rolebindings", namespace));
-    }
-    for (plural, ns) in scopes {
-        for binding in store.in_namespace(&key(plural), ns) {
-            let subjects = binding.get("subjects").and_then(Value::as_array);
-            let Some(subject) = subjects
-                .into_iter()
-                .flatten()
-                .find(|s| applies_to(user, s, ns))
-            else {
+    for (ns, name) in cluster.bindings.candidates(user, namespace) {
+        let plural = if ns.is_empty() {
+            "clusterrolebindings"
+        } else {
+            "rolebindings"
+        };
+        let Some(binding) = cluster.store.get(&key(plural), &ns, &name) else {
+            continue;
+        };
+        let subjects = binding.get("subjects").and_then(Value::as_array);
+        let Some(subject) = subjects
+            .into_iter()
+            .flatten()
+            .find(|s| applies_to(user, s, &ns))
+        else {
+            continue;
+        };
+        let rules = match role_rules(&cluster.store, binding, &ns) {
+            Ok(rules) => rules,
+            Err(e) => {
+                errors.push(e);
                 continue;
-            };
-            let rules = match role_rules(store, binding, ns) {
-                Ok(rules) => rules,
-                Err(e) => {
-                    errors.push(e);
-                    continue;
-                }
-            };
-            let source = Source {
-                binding,
-                subject,
-                namespaced: !ns.is_empty(),
-            };
-            for rule in rules.as_array().into_iter().flatten() {
-                if !visit(&source, rule) {
-                    return errors;
-                }
+            }
+        };
+        let source = Source {
+            binding,
+            subject,
+            namespaced: !ns.is_empty(),
+        };
+        for rule in rules.as_array().into_iter().flatten() {
+            if !visit(&source, rule) {
+                return errors;
             }
         }
     }
@@ -229,12 +233,12 @@ fn aggregate(errors: &[String]) -> String {
 }
 
 /// The union of the privileged-group authorizer and RBAC, as kube-apiserver runs them.
-pub(crate) fn authorize(store: &Store, user: &UserInfo, info: &RequestInfo) -> Decision {
+pub(crate) fn authorize(cluster: &Cluster, user: &UserInfo, info: &RequestInfo) -> Decision {
     if user.is_privileged() {
         return Decision::Allow(String::new());
     }
     let mut allowed_by = None;
-    let errors = visit_rules(store, user, &info.namespace, &mut |source, rule| {
+    let errors = visit_rules(cluster, user, &info.namespace, &mut |source, rule| {
         if rule_allows(info, rule) {
             allowed_by = Some(source.describe());
             return false;
@@ -249,9 +253,13 @@ pub(crate) fn authorize(store: &Store, user: &UserInfo, info: &RequestInfo) -> D
 }
 
 /// `RulesFor`: every rule that applies to `user` in `namespace`, and the resolution errors.
-pub(crate) fn rules_for(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, String) {
+pub(crate) fn rules_for(
+    cluster: &Cluster,
+    user: &UserInfo,
+    namespace: &str,
+) -> (Vec<Value>, String) {
     let mut rules = Vec::new();
-    let errors = visit_rules(store, user, namespace, &mut |_, rule| {
+    let errors = visit_rules(cluster, user, namespace, &mut |_, rule| {
         rules.push(rule.clone());
         true
     });

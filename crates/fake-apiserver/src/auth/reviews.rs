@@ -209,11 +209,7 @@ impl Review<'_> {
                     return Err(self.invalid(causes));
                 }
                 let user = user_from_spec(&spec);
-                access_status(rbac::authorize(
-                    &self.cluster.store,
-                    &user,
-                    &attributes(&spec),
-                ))
+                access_status(rbac::authorize(self.cluster, &user, &attributes(&spec)))
             }
             "localsubjectaccessreviews" => self.local(&mut obj, &spec)?,
             "selfsubjectaccessreviews" => {
@@ -222,7 +218,7 @@ impl Review<'_> {
                     return Err(self.invalid(causes));
                 }
                 access_status(rbac::authorize(
-                    &self.cluster.store,
+                    self.cluster,
                     self.requester,
                     &attributes(&spec),
                 ))
@@ -287,7 +283,7 @@ impl Review<'_> {
         }
         let user = user_from_spec(spec);
         Ok(access_status(rbac::authorize(
-            &self.cluster.store,
+            self.cluster,
             &user,
             &attributes(spec),
         )))
@@ -305,7 +301,7 @@ impl Review<'_> {
             resource_rules.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
             non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
         }
-        let (rules, errors) = rbac::rules_for(&self.cluster.store, self.requester, namespace);
+        let (rules, errors) = rbac::rules_for(self.cluster, self.requester, namespace);
         for rule in rules {
             let pick = |fields: &[&str]| {
                 let mut out = Map::new();

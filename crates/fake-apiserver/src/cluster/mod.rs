@@ -103,6 +103,8 @@ pub(crate) struct Cluster {
     pub(crate) aggregation: crate::controllers::clusterrole_aggregation::Aggregation,
     /// Service endpoints and discovery checks of the aggregation layer.
     pub(crate) aggregator: crate::aggregator::State,
+    /// RoleBindings and ClusterRoleBindings by subject, for the authorizer.
+    pub(crate) bindings: crate::auth::index::BindingIndex,
 }
 
 /// `obj` as served at `version`: `apiVersion` and `kind` set.
@@ -194,6 +196,7 @@ impl Cluster {
             in_controllers: false,
             aggregation: Default::default(),
             aggregator: Default::default(),
+            bindings: Default::default(),
         }
     }
 

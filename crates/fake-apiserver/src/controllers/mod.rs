@@ -85,10 +85,20 @@ impl Cluster {
         self.in_controllers = false;
     }
 
+    /// Keeps the authorizer's subject index in step (always, like an informer's indexer).
+    fn index_binding(&mut self, r: &ObjRef, now: Option<&Value>) {
+        if is_kind(&r.key, "rbac.authorization.k8s.io", "rolebindings")
+            || is_kind(&r.key, "rbac.authorization.k8s.io", "clusterrolebindings")
+        {
+            self.bindings.update(&r.namespace, &r.name, now);
+        }
+    }
+
     fn on_written(&mut self, r: &ObjRef) {
         let Some(obj) = self.store.get(&r.key, &r.namespace, &r.name).cloned() else {
             return;
         };
+        self.index_binding(r, Some(&obj));
         if is_kind(&r.key, "", "namespaces") {
             self.namespace_written(&r.name, &obj);
         }
@@ -118,6 +128,7 @@ impl Cluster {
     }
 
     fn on_removed(&mut self, r: &ObjRef, last: &Value) {
+        self.index_binding(r, None);
         if self.controllers.garbage_collector {
             self.gc_removed(last);
         }
