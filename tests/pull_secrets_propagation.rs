@@ -350,6 +350,11 @@ async fn a_rotation_skips_the_copy_of_a_namespace_that_opted_out() {
     }
     // Both were written by the fast path, which writes a rotation's copies before the CSV
     // reconciles run; team-c's was not among them, and no reconcile rotates it either.
+    // The summary event follows the copies' writes: wait for it rather than read it at once.
+    env.wait_until("the rotation summary event", TIMEOUT, || {
+        !rotated_events(&env, CATALOG_NAMESPACE).is_empty()
+    })
+    .await;
     let kept = env.api.get::<Secret>("team-c", &copy).unwrap();
     assert_eq!(kept.data, old.data, "the opted-out copy keeps its data");
     assert_eq!(kept.uid(), old.uid());
