@@ -1,7 +1,7 @@
 //! opcat: an operator catalog controller for Kubernetes.
 //!
 //! The crate is split by responsibility (see `docs/development.md`):
-//! pure modules (`fbc`, `graph`, `resolve`, `dependency`, `semver_range`, `bundle`,
+//! pure modules (`fbc`, `graph`, `resolve`, `dependency`, `semver_range`, `bundle`, `copied_csv`,
 //! `certificates`, `pull_secrets`, `operator_conditions`) never talk to a cluster or a
 //! registry; `registry` talks only to OCI registries; `controller` is the only code that talks
 //! to the Kubernetes API.
@@ -13,6 +13,7 @@ pub mod certificates;
 pub mod clearing_cache;
 pub mod cli;
 pub mod controller;
+pub mod copied_csv;
 pub mod dependency;
 pub mod failure;
 pub mod fbc;

@@ -131,6 +131,7 @@ fn crds_come_in_a_stable_order() {
             "catalogsources.operators.coreos.com",
             "clusterserviceversions.operators.coreos.com",
             "installplans.operators.coreos.com",
+            "olmconfigs.operators.coreos.com",
             "operatorconditions.operators.coreos.com",
             "operatorgroups.operators.coreos.com",
             "subscriptions.operators.coreos.com",

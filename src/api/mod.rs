@@ -12,6 +12,7 @@ pub mod csv_apis;
 pub mod csv_install;
 pub mod csv_status;
 pub mod install_plan;
+pub mod olm_config;
 pub mod operator_condition;
 pub mod operator_group;
 pub mod subscription;
@@ -24,6 +25,7 @@ pub use cluster_service_version::{ClusterServiceVersion, ClusterServiceVersionSp
 pub use crd_yaml::{CRDS_YAML_HEADER, CrdYamlError, crds, crds_yaml};
 pub use csv_status::{ClusterServiceVersionPhase, ClusterServiceVersionStatus};
 pub use install_plan::{Approval, InstallPlan, InstallPlanSpec, InstallPlanStatus};
+pub use olm_config::{OLMConfig, OLMConfigSpec, OLMConfigStatus};
 pub use operator_condition::{OperatorCondition, OperatorConditionSpec, OperatorConditionStatus};
 pub use operator_group::{OperatorGroup, OperatorGroupSpec, OperatorGroupStatus};
 pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};

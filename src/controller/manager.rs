@@ -12,7 +12,7 @@ use kube::{Api, Client};
 use super::clock::Clock;
 use super::context::{Context, Settings};
 use super::stores::Reflectors;
-use super::{catalog_source, csv, install_plan, operator_condition, subscription};
+use super::{catalog_source, copied_csvs, csv, install_plan, operator_condition, subscription};
 use crate::metrics::{Metrics, Sample};
 use crate::registry::Registry;
 
@@ -20,13 +20,14 @@ use crate::registry::Registry;
 pub type Shutdown = Shared<BoxFuture<'static, ()>>;
 
 /// The CRDs opcat serves; it refuses to start without them.
-pub const REQUIRED_CRDS: [&str; 6] = [
+pub const REQUIRED_CRDS: [&str; 7] = [
     "catalogsources.operators.coreos.com",
     "subscriptions.operators.coreos.com",
     "clusterserviceversions.operators.coreos.com",
     "installplans.operators.coreos.com",
     "operatorgroups.operators.coreos.com",
     "operatorconditions.operators.coreos.com",
+    "olmconfigs.operators.coreos.com",
 ];
 
 /// Why the manager could not start.
@@ -133,6 +134,7 @@ pub fn start_with_metrics(
         install_plan::controller(context.clone(), &reflectors, shutdown.clone()),
         csv::controller(context.clone(), &reflectors, shutdown.clone()),
         operator_condition::controller(context.clone(), &reflectors, shutdown.clone()),
+        copied_csvs::controller(context.clone(), &reflectors, shutdown.clone()),
     ];
     let source_secrets = context.source_secrets.clone().run(
         client,

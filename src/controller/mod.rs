@@ -39,6 +39,7 @@ pub mod catalogs;
 pub mod clock;
 pub mod compact_meta;
 pub mod context;
+pub mod copied_csvs;
 pub mod csv;
 pub mod deployment_rollout;
 pub mod drift;

@@ -9,7 +9,7 @@ use kube::Resource;
 use crate::api::cluster_service_version::{ApiDefinitions, ApiPresentation};
 use crate::api::csv_install::StrategyDetailsDeployment;
 use crate::api::{
-    CatalogSource, ClusterServiceVersion, InstallPlan, OperatorCondition, OperatorGroup,
+    CatalogSource, ClusterServiceVersion, InstallPlan, OLMConfig, OperatorCondition, OperatorGroup,
     Subscription,
 };
 use crate::interner::Interner;
@@ -152,6 +152,9 @@ impl Trim for OperatorGroup {
 }
 /// Small, one per install: kept whole but for `managedFields`.
 impl Trim for OperatorCondition {}
+
+/// One object (`cluster`), small.
+impl Trim for OLMConfig {}
 /// Copies are stored with compact metadata and shared data by type ([`StoredCopy`]).
 impl Trim for StoredCopy {}
 /// Namespaces are stored with compact metadata and no annotations by type

@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{broadcast, watch};
 
 use super::attached_service_account::AttachedServiceAccount;
+use super::copied_csvs::CopiedCsvs;
 use super::deployment_rollout::DeploymentRollout;
 pub use super::namespace_index::{Indexed, NamespaceIndex};
 use super::owned_objects::OwnedObjects;
@@ -25,8 +26,9 @@ use super::store_trim::Trim;
 use super::stored_copy::StoredCopy;
 use super::stored_namespace::StoredNamespace;
 use super::stored_object::{StoredCsv, StoredPlan, StoredSubscription};
+use crate::api::olm_keys::COPIED_FROM;
 use crate::api::{
-    CatalogSource, MANAGED_LABEL, MANAGED_LABEL_VALUE, OperatorCondition, OperatorGroup,
+    CatalogSource, MANAGED_LABEL, MANAGED_LABEL_VALUE, OLMConfig, OperatorCondition, OperatorGroup,
 };
 use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 
@@ -58,6 +60,12 @@ impl Scope {
 /// Label selector of objects opcat created (CSVs, InstallPlans, Deployments, RBAC, ...).
 pub fn created_by_opcat() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+}
+
+/// Label selector of the CSVs opcat installed: created by opcat and not a copy (copies are
+/// watched as metadata only, see [`super::copied_csvs::store`]).
+pub fn installed_csvs() -> String {
+    format!("{},!{COPIED_FROM}", created_by_opcat())
 }
 
 /// Label selector of the ServiceAccounts opcat attached pull secrets to.
@@ -161,6 +169,10 @@ pub struct Stores {
     pub service_accounts: Store<AttachedServiceAccount>,
     /// The OperatorConditions opcat created, one per CSV (label-selected).
     pub operator_conditions: Store<OperatorCondition>,
+    /// OLMConfigs (OLM's is the one named `cluster`).
+    pub olm_configs: Store<OLMConfig>,
+    /// The copied CSVs, metadata only, by original.
+    pub copied_csvs: CopiedCsvs,
     /// What opcat created, metadata only, by the CSV it belongs to.
     pub owned: OwnedObjects,
     /// The namespaced stores that reconcilers and triggers read by namespace, with an index.
@@ -240,6 +252,8 @@ pub struct Reflectors {
     pub namespaces: Shared<StoredNamespace>,
     pub service_accounts: Shared<AttachedServiceAccount>,
     pub operator_conditions: Shared<OperatorCondition>,
+    pub olm_configs: Shared<OLMConfig>,
+    pub copied_csvs: CopiedCsvs,
     pub owned: OwnedObjects,
 }
 
@@ -261,6 +275,8 @@ impl Reflectors {
             namespaces: Shared::new(),
             service_accounts: Shared::new(),
             operator_conditions: Shared::new(),
+            olm_configs: Shared::new(),
+            copied_csvs: CopiedCsvs::new(),
             owned: OwnedObjects::new(),
         }
     }
@@ -278,6 +294,8 @@ impl Reflectors {
             namespaces: self.namespaces.store(),
             service_accounts: self.service_accounts.store(),
             operator_conditions: self.operator_conditions.store(),
+            olm_configs: self.olm_configs.store(),
+            copied_csvs: self.copied_csvs.clone(),
             owned: self.owned.clone(),
             namespaced: Namespaced {
                 catalog_sources: self.catalog_sources.indexed(),
@@ -299,6 +317,8 @@ impl Reflectors {
                     self.namespaces.listed.subscribe(),
                     self.service_accounts.listed.subscribe(),
                     self.operator_conditions.listed.subscribe(),
+                    self.olm_configs.listed.subscribe(),
+                    self.copied_csvs.listed(),
                 ]
                 .into_iter()
                 .chain(self.owned.listed())
@@ -311,6 +331,7 @@ impl Reflectors {
     pub fn drive(self) -> Vec<Driver> {
         let all = watcher::Config::default();
         let ours = watcher::Config::default().labels(&created_by_opcat());
+        let installed = watcher::Config::default().labels(&installed_csvs());
         let copies = watcher::Config::default().labels(&pull_secret_copies());
         let attached = watcher::Config::default().labels(&attached_service_accounts());
         let client = &self.client;
@@ -324,6 +345,19 @@ impl Reflectors {
             }
         };
         let mut drivers = self.owned.drive(client, scope);
+        // Copies and the cluster-scoped OLMConfig only matter to a manager of every namespace.
+        if *scope == Scope::Cluster {
+            drivers.push(self.copied_csvs.drive(client));
+            drivers.push(drive_watch(
+                "olmconfigs",
+                Api::all(client.clone()),
+                watcher::Config::default(),
+                self.olm_configs,
+            ));
+        } else {
+            self.copied_csvs.mark_listed();
+            self.olm_configs.listed.send_replace(true);
+        }
         drivers.extend([
             drive_watch(
                 "catalogsources",
@@ -340,7 +374,7 @@ impl Reflectors {
             drive_watch(
                 "clusterserviceversions",
                 scope.api(client),
-                ours.clone(),
+                installed,
                 self.csvs,
             ),
             drive_watch(

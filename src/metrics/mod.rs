@@ -44,14 +44,17 @@ pub mod controllers {
     pub const OPERATOR_GROUP: &str = "operatorgroup";
     /// The OperatorCondition status writer (`spec.conditions` observed into the status).
     pub const OPERATOR_CONDITION: &str = "operatorcondition";
+    /// The copied-CSV reconciler (copies of a CSV in its target namespaces, OLMConfig status).
+    pub const COPIED_CSV: &str = "copiedcsv";
     /// Every controller, so their series exist (at zero) from the start.
-    pub const ALL: [&str; 6] = [
+    pub const ALL: [&str; 7] = [
         CATALOG_SOURCE,
         SUBSCRIPTION,
         INSTALL_PLAN,
         CSV,
         OPERATOR_GROUP,
         OPERATOR_CONDITION,
+        COPIED_CSV,
     ];
 }
 
