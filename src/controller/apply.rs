@@ -9,8 +9,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::drift;
+
+mod replace;
 use super::resources::ResolvedResource;
 use crate::api::FIELD_MANAGER;
+pub use replace::{delete_typed, patch_annotation, replace_typed};
 
 /// What an apply did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -338,76 +341,6 @@ fn log_status_write<K: Resource<DynamicType = ()>>(
     if tracing::enabled!(tracing::Level::DEBUG) {
         let changed = super::status_diff::changed_fields(current, desired);
         tracing::debug!(kind = %K::kind(&()), name, ?changed, "status write");
-    }
-}
-
-/// Creates `desired` or replaces the object of its name with it (a PUT: labels, annotations and
-/// spec become exactly `desired`'s; a status subresource is left as it is). With
-/// `metadata.resourceVersion` set, the replace only happens over that version (409 otherwise).
-pub async fn replace_typed<K>(api: &Api<K>, desired: &K) -> Result<K, ApplyError>
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
-{
-    let name = desired.name_any();
-    let object = display_name(desired.namespace().as_deref(), &name);
-    api.replace(&name, &PostParams::default(), desired)
-        .await
-        .map_err(|source| ApplyError::new("replace", &K::kind(&()), object, source))
-}
-
-/// Deletes `name`, treating "already gone" as success; with `uid`, only if it is still that
-/// object.
-pub async fn delete_typed<K>(
-    api: &Api<K>,
-    name: &str,
-    uid: Option<String>,
-) -> Result<(), ApplyError>
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
-{
-    let params = DeleteParams {
-        preconditions: uid.map(|uid| Preconditions {
-            uid: Some(uid),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match api.delete(name, &params).await {
-        Ok(_) => Ok(()),
-        Err(error) if is_not_found(&error) => Ok(()),
-        Err(source) => Err(ApplyError::new(
-            "delete",
-            &K::kind(&()),
-            name.to_owned(),
-            source,
-        )),
-    }
-}
-
-/// Sets (`Some`) or removes (`None`) one annotation of `name` with a JSON merge patch, which
-/// leaves every other annotation as it is. An object that is gone is not an error.
-pub async fn patch_annotation<K>(
-    api: &Api<K>,
-    name: &str,
-    key: &str,
-    value: Option<&str>,
-) -> Result<(), ApplyError>
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
-{
-    let patch = serde_json::json!({"metadata": {"annotations": {key: value}}});
-    match api
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(error) if is_not_found(&error) => Ok(()),
-        Err(source) => Err(ApplyError::new(
-            "annotate",
-            &K::kind(&()),
-            name.to_owned(),
-            source,
-        )),
     }
 }
 

@@ -8,10 +8,10 @@ use crate::failure::ReconcileFailure;
 pub enum CopyError {
     /// A read or write of a copy (or of the original) failed.
     #[error("cannot bring the copied ClusterServiceVersions in line")]
-    Write(#[source] ApplyError),
+    Write(#[source] Box<ApplyError>),
     /// The OLMConfig's status could not be written.
     #[error("cannot write the status of OLMConfig cluster")]
-    OlmConfigStatus(#[source] ApplyError),
+    OlmConfigStatus(#[source] Box<ApplyError>),
 }
 
 impl ReconcileFailure for CopyError {

@@ -128,7 +128,7 @@ async fn write_status_now(context: &Context) -> Result<(), CopyError> {
     let api: Api<OLMConfig> = Api::all(context.client.clone());
     apply::apply_status_typed(&api, CLUSTER, Some(&current), &desired)
         .await
-        .map_err(CopyError::OlmConfigStatus)?;
+        .map_err(|error| CopyError::OlmConfigStatus(Box::new(error)))?;
     Ok(())
 }
 

@@ -215,7 +215,7 @@ async fn reconcile_now(
 fn first(errors: Vec<ApplyError>) -> Result<(), CopyError> {
     match errors.into_iter().next() {
         None => Ok(()),
-        Some(error) => Err(CopyError::Write(error)),
+        Some(error) => Err(CopyError::Write(Box::new(error))),
     }
 }
 

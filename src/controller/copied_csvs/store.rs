@@ -320,7 +320,7 @@ mod tests {
                 "operators",
                 Some("s1")
             )))),
-            [origin.clone()]
+            std::slice::from_ref(&origin)
         );
         store.handle(event(watcher::Event::Apply(copy(
             "team-b",
