@@ -1,6 +1,7 @@
 //! Logging setup: `tracing` with an `EnvFilter` from `RUST_LOG` (default `info`) and either
 //! human-readable text or one JSON object per line.
 
+use std::io::IsTerminal;
 use std::str::FromStr;
 
 use tracing_subscriber::EnvFilter;
@@ -38,7 +39,8 @@ pub enum TelemetryError {
 }
 
 /// Installs the global subscriber. Logs go to stderr so that command output on stdout stays
-/// machine-readable.
+/// machine-readable; text logs are coloured only when stderr is a terminal (a file or a log
+/// collector gets no ANSI escapes).
 pub fn init(format: LogFormat, default_directive: &str) -> Result<(), TelemetryError> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(text) if !text.trim().is_empty() => {
@@ -52,6 +54,7 @@ pub fn init(format: LogFormat, default_directive: &str) -> Result<(), TelemetryE
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_span_events(FmtSpan::NONE);
     let result = match format {
         LogFormat::Text => builder.with_target(true).try_init(),

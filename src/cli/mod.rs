@@ -15,6 +15,7 @@ mod bundle;
 mod catalog;
 mod catalog_push;
 mod catalog_serve;
+mod cluster_client;
 mod crds;
 pub mod registry_args;
 mod resolve;

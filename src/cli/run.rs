@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::CliResult;
+use super::cluster_client;
 use super::run_args::Args;
 use crate::admin::{AdminServer, Health};
 use crate::controller::clock::SystemClock;
@@ -16,6 +17,7 @@ use crate::controller::leader::lease::{LeaseTimings, TimingsError};
 use crate::controller::leader::term::{Term, manager_term_with};
 use crate::controller::leader::{Elector, LeaderConfig};
 use crate::controller::manager;
+use crate::controller::olm_coexistence::{self, CoexistenceError};
 use crate::controller::package_api::PackageApi;
 use crate::controller::stores::Scope;
 use crate::metrics::Metrics;
@@ -50,8 +52,6 @@ pub enum RunError {
          --leader-elect-resource-namespace or POD_NAMESPACE"
     )]
     LeaseNamespace,
-    #[error("cannot build a Kubernetes client from the kubeconfig or in-cluster config")]
-    Client(#[source] kube::Error),
     #[error("the controllers stopped by themselves (see the errors logged above)")]
     ManagerStopped,
     #[error(transparent)]
@@ -68,6 +68,11 @@ pub async fn execute(args: Args) -> CliResult {
         .then(|| leader_config(&args))
         .transpose()?;
     check_cache_dir(&args.cache_dir)?;
+    let config_source = cluster_client::source_from_environment(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+    )?;
+    let kube_config = cluster_client::config(&config_source, args.context.as_deref()).await?;
     let registry = Arc::new(Registry::new(registry_options(&args)?)?);
 
     let metrics = Arc::new(Metrics::new());
@@ -84,8 +89,9 @@ pub async fn execute(args: Args) -> CliResult {
         None => None,
     };
 
-    let client = client().await?;
+    let client = cluster_client::connect(kube_config, config_source).await?;
     manager::check_crds(&client).await?;
+    check_olm(&client, args.allow_olm_coexistence).await?;
     let package_api = package_listener.map(|(namespace, listener)| {
         let server = PackageServer::new(Arc::new(KubeReviewer::new(client.clone())));
         let serving = server.clone();
@@ -150,6 +156,29 @@ pub async fn execute(args: Args) -> CliResult {
     }
     tracing::info!("opcat stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses to start next to OLM's controllers, unless allowed (then it only warns).
+async fn check_olm(client: &kube::Client, allowed: bool) -> Result<(), CoexistenceError> {
+    if !allowed {
+        return olm_coexistence::refuse_if_olm_runs(client).await;
+    }
+    match olm_coexistence::find(client).await {
+        Ok(found) if found.is_empty() => {}
+        Ok(found) => {
+            let found: Vec<String> = found.iter().map(ToString::to_string).collect();
+            tracing::warn!(
+                olm = %found.join(", "),
+                "OLM runs alongside opcat (--allow-olm-coexistence): both reconcile the same \
+                 Subscriptions, InstallPlans and CSVs"
+            );
+        }
+        Err(error) => tracing::warn!(
+            error = %crate::failure::error_chain(&error),
+            "cannot tell whether OLM runs (--allow-olm-coexistence)"
+        ),
+    }
+    Ok(())
 }
 
 /// One term for the whole life of the process.
@@ -294,22 +323,6 @@ async fn shutdown_signal(health: Arc<Health>) {
         let _ = tokio::signal::ctrl_c().await;
     }
     health.shutting_down();
-}
-
-/// `User-Agent` of opcat's requests to the API server, so audit logs (and the scale benchmark)
-/// can tell them from everyone else's.
-pub const USER_AGENT: &str = concat!("opcat/", env!("CARGO_PKG_VERSION"));
-
-/// The client of the kubeconfig or in-cluster config, identifying itself as [`USER_AGENT`].
-async fn client() -> Result<kube::Client, RunError> {
-    let mut config = kube::Config::infer()
-        .await
-        .map_err(|error| RunError::Client(kube::Error::InferConfig(error)))?;
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static(USER_AGENT),
-    ));
-    kube::Client::try_from(config).map_err(RunError::Client)
 }
 
 #[cfg(test)]

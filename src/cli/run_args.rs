@@ -10,8 +10,15 @@ use crate::telemetry::LogFormat;
 
 /// `opcat run --help`.
 pub const LONG_ABOUT: &str = "\
-Run the controller manager against the cluster of the current kubeconfig (or the in-cluster \
-service account).
+Run the controller manager against a cluster. The cluster is chosen as kubectl chooses it: \
+--kubeconfig, else the files of the KUBECONFIG environment variable, else ~/.kube/config, else \
+the in-cluster service account (the default in a pod); --context picks a kubeconfig context \
+other than its current-context. opcat asks the API server for its version first and stops \
+with the server's URL if it cannot reach it, or if Kubernetes is older than 1.22.
+
+opcat refuses to start while OLM's own controllers (Deployments labelled app=olm-operator or \
+app=catalog-operator) run in the cluster: both would act on the same operators.coreos.com \
+objects. Scale OLM down first (docs/operating.md), or pass --allow-olm-coexistence.
 
 opcat serves OLM v0's CatalogSource, Subscription, InstallPlan, ClusterServiceVersion and \
 OperatorGroup, installs operators from private catalogs, and gives their workloads the catalog's \
@@ -25,6 +32,26 @@ the leader lease is released, exit code 0. Invalid flag values are refused befor
 /// The flags of `opcat run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The kubeconfig file to use (default: KUBECONFIG, else ~/.kube/config, else the
+    /// in-cluster service account).
+    #[arg(long, value_name = "PATH", help_heading = "Cluster")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use (default: its current-context).
+    #[arg(long, value_name = "NAME", help_heading = "Cluster")]
+    pub context: Option<String>,
+
+    /// Start even though OLM's own controllers run in the cluster. Both then reconcile the
+    /// same Subscriptions, InstallPlans and CSVs: each overwrites the other's status and
+    /// installs, and an upgrade may be applied twice. Only for a short, supervised migration.
+    #[arg(
+        long,
+        env = "OPCAT_ALLOW_OLM_COEXISTENCE",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        help_heading = "Cluster"
+    )]
+    pub allow_olm_coexistence: bool,
+
     /// Watch and manage only this namespace (default: all namespaces).
     #[arg(long, env = "OPCAT_NAMESPACE", value_name = "NAMESPACE", value_parser = dns_label)]
     pub namespace: Option<String>,

@@ -51,6 +51,7 @@ pub mod keys;
 pub mod leader;
 pub mod manager;
 pub mod namespace_index;
+pub mod olm_coexistence;
 pub mod operator_condition;
 pub mod own_writes;
 pub mod owned_objects;
