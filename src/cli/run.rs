@@ -68,12 +68,12 @@ pub async fn execute(args: Args) -> CliResult {
         .then(|| leader_config(&args))
         .transpose()?;
     check_cache_dir(&args.cache_dir)?;
+    let registry = Arc::new(Registry::new(registry_options(&args)?)?);
     let config_source = cluster_client::source_from_environment(
         args.kubeconfig.as_deref(),
         args.context.as_deref(),
     )?;
     let kube_config = cluster_client::config(&config_source, args.context.as_deref()).await?;
-    let registry = Arc::new(Registry::new(registry_options(&args)?)?);
 
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::default());
