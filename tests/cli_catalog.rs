@@ -12,10 +12,10 @@ fn basic() -> String {
 }
 
 #[test]
-fn validate_accepts_a_valid_catalog_silently() {
+fn validate_accepts_a_valid_catalog_with_a_summary() {
     let out = opcat(&["catalog", "validate", &basic()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "");
+    assert!(stdout(&out).ends_with(" is valid: 2 packages, 3 channels, 7 bundles\n"));
     assert_eq!(stderr(&out), "");
 }
 
@@ -44,12 +44,9 @@ fn validate_prints_every_problem_and_exits_1() {
 fn unreadable_sources_are_errors_with_exit_1() {
     let out = opcat(&["catalog", "validate", "/nonexistent/catalog"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).starts_with(
-            "error: SOURCE \"/nonexistent/catalog\" is neither an existing path nor a valid image reference"
-        ),
-        "{}",
-        stderr(&out)
+    assert_eq!(
+        stderr(&out),
+        "error: no such directory: /nonexistent/catalog\n"
     );
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

@@ -5,6 +5,7 @@
 //! - [`load`]: [`Bundle::load`] reads `manifests/` and `metadata/`.
 //! - [`kinds`]: the kinds a bundle may contain.
 //! - [`validate`]: [`validate_for_install`], what opcat refuses to install.
+//! - [`check`]: [`check::check_bundle_dir`], every problem at once for `opcat bundle validate`.
 //! - [`install_mode`]: OperatorGroup targets → [`InstallModeType`](crate::api::cluster_service_version::InstallModeType).
 //! - [`service_accounts`](mod@service_accounts): which ServiceAccounts the bundle uses and which opcat creates.
 //! - [`ownership`]: labels, owner references and generated names of rendered objects.
@@ -14,6 +15,7 @@
 //! - [`images`](mod@images): every image the bundle runs or names.
 
 pub mod annotations;
+pub mod check;
 mod document;
 pub mod images;
 pub mod install_mode;
@@ -28,7 +30,7 @@ pub mod validate;
 
 pub use images::images;
 pub use install_mode::{InstallModeError, TargetNamespaces, check_install_mode, install_mode_for};
-pub use load::{Bundle, BundleObject, LoadError, LoadWarning, ManifestProblem};
+pub use load::{Bundle, BundleObject, LoadError, LoadReport, LoadWarning, ManifestProblem};
 pub use render::{RenderContext, RenderError, RenderedBundle, render};
 pub use service_accounts::{ServiceAccounts, service_accounts};
 pub use validate::{InstallProblem, ValidationError, validate_for_install};

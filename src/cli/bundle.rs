@@ -1,4 +1,4 @@
-//! `opcat bundle unpack|push`
+//! `opcat bundle validate|render|unpack|push`
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -9,6 +9,19 @@ use crate::registry::push::build_bundle_image;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
+    /// Check a bundle (directory or image) and print every problem at once.
+    ///
+    /// Errors (exit code 1) are what opcat or OLM would refuse or mis-install: the annotations,
+    /// every manifest, the ClusterServiceVersion (install modes, version, OLM annotation names,
+    /// install strategy, webhooks), owned CRDs and dependencies.yaml. Warnings are shown but
+    /// exit 0. A valid bundle gets a one-line summary.
+    Validate(super::bundle_validate::ValidateArgs),
+    /// Print the objects opcat would apply to install a bundle (directory or image).
+    ///
+    /// A YAML stream in apply order, through the renderer the controller uses, for one install
+    /// namespace and install mode; the pull-secret copies and where they are attached are
+    /// named (never their data).
+    Render(super::bundle_render::RenderArgs),
     /// Pull a bundle image (verifying every digest) and unpack it safely into DIR.
     ///
     /// DIR must not exist or be empty; it is only created once the whole image checked out.
@@ -42,6 +55,8 @@ pub struct PushArgs {
 
 pub async fn execute(command: Command) -> CliResult {
     match command {
+        Command::Validate(args) => super::bundle_validate::validate(args).await,
+        Command::Render(args) => super::bundle_render::render_bundle(args).await,
         Command::Unpack(args) => unpack(args).await,
         Command::Push(args) => push(args).await,
     }

@@ -1,12 +1,13 @@
 //! `opcat catalog ...`: validate, list, render, push and serve file-based catalogs.
 //!
-//! Every subcommand reads its catalog through [`load_source`], the one place that turns a
+//! Every subcommand reads its catalog through [`load_local`], the one place that turns a
 //! SOURCE argument into catalog content.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::CliResult;
+use super::{CliResult, catalog_check};
 use crate::fbc::{self, Catalog, DeclarativeConfig, LoadError};
 
 /// Subcommands of `opcat catalog`.
@@ -14,8 +15,9 @@ use crate::fbc::{self, Catalog, DeclarativeConfig, LoadError};
 pub enum Command {
     /// Check a catalog with the rules of `opm validate` and print every problem.
     ///
-    /// Exits 0 when the catalog is valid, 1 when it is not (all problems on stderr, as a tree:
-    /// package, then channel or bundle, then the problem).
+    /// Exits 0 when the catalog is valid (printing a one-line summary: packages, channels,
+    /// bundles), 1 when it is not (all problems on stderr, as a tree: package, then channel or
+    /// bundle, then the problem) or has no packages at all.
     Validate(SourceArgs),
     /// List the packages, channels or bundles of a catalog.
     ///
@@ -36,10 +38,11 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct SourceArgs {
     /// The catalog: a directory (every file in it is read, except those matched by
-    /// `.indexignore` files), a single YAML or JSON file, or a catalog image reference (a path
-    /// that exists is a path; anything else is pulled, and its catalog is read from the
-    /// directory its `operators.operatorframework.io.index.configs.v1` label names, default
-    /// `/configs`).
+    /// `.indexignore` files), a single YAML or JSON file, or a catalog image reference. A path
+    /// that exists is a path; an image must name a registry host (`quay.io/org/catalog`), a tag
+    /// (`catalog:v1`) or a digest; anything else is a missing path ("no such directory"). An
+    /// image's catalog is read from the directory its
+    /// `operators.operatorframework.io.index.configs.v1` label names, default `/configs`.
     #[arg(value_name = "SOURCE")]
     pub source: String,
     #[command(flatten)]
@@ -95,44 +98,68 @@ pub async fn execute(command: Command) -> CliResult {
     }
 }
 
-/// Reads the catalog named by SOURCE: a directory, a file, or an image pulled with the
-/// registry flags.
-pub async fn load_source(
+/// The catalog named by SOURCE and where it was read from (the directory or file, for an image
+/// its unpacked catalog directory). A bundle directory is refused with a pointer to the right
+/// command.
+async fn load_local(
     args: &SourceArgs,
-) -> Result<DeclarativeConfig, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(PathBuf, DeclarativeConfig), Box<dyn std::error::Error + Send + Sync>> {
     let local = args.registry.local_catalog(&args.source).await?;
     let path = local.path;
-    let shown = path.clone();
-    let config = tokio::task::spawn_blocking(move || fbc::load(&path))
+    if let Some(error) = catalog_check::bundle_dir_error(&path) {
+        return Err(error.into());
+    }
+    let (read, shown) = (path.clone(), path.clone());
+    let config = tokio::task::spawn_blocking(move || fbc::load(&read))
         .await
         .map_err(|e| LoadError::Walk {
             path: shown,
             message: format!("loader task failed: {e}"),
         })??;
-    Ok(config)
+    Ok((path, config))
 }
 
 /// Reads and validates the catalog named by SOURCE; on invalid content prints the problems
-/// and returns the exit code to use.
+/// and returns the exit code to use. A catalog without packages is an error.
 pub(super) async fn load_catalog(
     source: &SourceArgs,
 ) -> Result<Result<Catalog, ExitCode>, Box<dyn std::error::Error + Send + Sync>> {
-    let config = load_source(source).await?;
+    let (path, config) = load_local(source).await?;
+    if let Some(error) = catalog_check::empty_error(&path, &config) {
+        return Err(error.into());
+    }
+    let duplicates = catalog_check::duplicate_package_files(&path, &config);
     match Catalog::new(config) {
         Ok(catalog) => Ok(Ok(catalog)),
         Err(problems) => {
             eprintln!("{problems}");
+            print_errors(&duplicates);
             Ok(Err(ExitCode::FAILURE))
         }
     }
 }
 
+/// Prints `error: <line>` for each line.
+fn print_errors(lines: &[String]) {
+    for line in lines {
+        eprintln!("error: {line}");
+    }
+}
+
 async fn validate(args: SourceArgs) -> CliResult {
-    let config = load_source(&args).await?;
+    let (path, config) = load_local(&args).await?;
     match fbc::validate(&config) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
+        Ok(()) => match catalog_check::empty_error(&path, &config) {
+            Some(error) => Err(error.into()),
+            None => {
+                let mut line = catalog_check::summary(Path::new(&args.source), &config);
+                line.push('\n');
+                write_stdout(line.as_bytes())
+            }
+        },
         Err(problems) => {
             eprintln!("{problems}");
+            print_errors(&catalog_check::duplicate_package_files(&path, &config));
             Ok(ExitCode::FAILURE)
         }
     }
@@ -160,7 +187,7 @@ async fn list(args: ListArgs) -> CliResult {
 }
 
 async fn render(args: SourceArgs) -> CliResult {
-    let config = load_source(&args).await?;
+    let (_, config) = load_local(&args).await?;
     let mut out = Vec::new();
     fbc::render::render(&config, &mut out)?;
     write_stdout(&out)

@@ -12,7 +12,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bundle;
+mod bundle_render;
+mod bundle_validate;
 mod catalog;
+mod catalog_check;
 mod catalog_push;
 mod catalog_serve;
 mod cluster_client;
@@ -45,7 +48,7 @@ enum Command {
     Catalog(catalog::Command),
     /// Show the bundles opcat would install for a package, with its dependencies, or why none.
     Resolve(resolve::Args),
-    /// Unpack and push registry+v1 bundle images.
+    /// Validate and render registry+v1 bundles; unpack and push bundle images.
     #[command(subcommand)]
     Bundle(bundle::Command),
     /// Print opcat's CustomResourceDefinitions as one YAML stream.

@@ -49,6 +49,8 @@ impl RegistryArgs {
         for file in &self.ca_files {
             let pem = std::fs::read(file)
                 .map_err(|e| format!("cannot read --ca-file {}: {e}", file.display()))?;
+            crate::registry::client::check_ca_bundle(&pem)
+                .map_err(|e| format!("--ca-file {} {e}", file.display()))?;
             options.trust.extra_root_certs_pem.push(pem);
         }
         // The tooling commands talk plain HTTP to loopback registries only (a local test

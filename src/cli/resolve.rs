@@ -8,7 +8,7 @@ use super::CliResult;
 use super::catalog::{SourceArgs, load_catalog, write_stdout};
 use super::resolve_output::{ResolveOutput, render};
 use crate::dependency::{
-    CatalogId, Problem, SolveError, SubscriptionRequest, VisibleCatalog, solve,
+    CatalogId, Outcome, Problem, SolveError, SubscriptionRequest, VisibleCatalog, solve,
 };
 use crate::fbc::Catalog;
 
@@ -175,6 +175,20 @@ pub async fn execute(args: Args) -> CliResult {
             Err(code) => return Ok(code),
         }
     }
+    // An installed CSV outside the channel, without a version to place it, cannot be upgraded
+    // from: an error, never "already at the latest version".
+    let outside = channel_without_installed(&args, &catalogs[0]);
+    if let (Some(channel), Some(installed), None) =
+        (&outside, &args.installed, &args.installed_version)
+    {
+        eprintln!(
+            "error: --installed {installed} is not an entry of channel {channel} of package {} \
+             in catalog {}; name a CSV of that channel, or give --installed-version to resolve \
+             the upgrade of a CSV the catalog no longer lists",
+            args.package, args.source
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     let problem = Problem {
         namespace: &args.namespace,
         subscription: SubscriptionRequest {
@@ -198,6 +212,20 @@ pub async fn execute(args: Args) -> CliResult {
         installed: Vec::new(),
     };
     match solve(&problem) {
+        Ok(Outcome::AtLatest { installed, channel }) if outside.is_some() => {
+            let version = args
+                .installed_version
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            eprintln!(
+                "error: no entry of channel {channel} of package {} upgrades from {installed} \
+                 ({version}), which the channel does not list: none replaces or skips it or has \
+                 a skipRange containing {version}",
+                args.package
+            );
+            Ok(ExitCode::FAILURE)
+        }
         Ok(outcome) => write_stdout(render(&outcome, &problem, args.output)?.as_bytes()),
         Err(error) => {
             let text = match &error {
@@ -210,6 +238,22 @@ pub async fn execute(args: Args) -> CliResult {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// The channel the Subscription follows when `--installed` names a CSV that it does not list
+/// (a CSV the catalog no longer has, or a typo), else `None`. Unknown packages and channels are
+/// left to the resolver, which names them.
+fn channel_without_installed(args: &Args, catalog: &Catalog) -> Option<String> {
+    let installed = args.installed.as_deref()?;
+    let package = catalog.package(&args.package)?;
+    let channel = match &args.channel {
+        Some(name) => package.channel(name)?,
+        None => package.default_channel()?,
+    };
+    channel
+        .entry(installed)
+        .is_none()
+        .then(|| channel.name.clone())
 }
 
 #[cfg(test)]

@@ -149,6 +149,18 @@ impl Authorized {
     }
 }
 
+/// Checks that `pem` is a PEM file holding at least one certificate; the error completes a
+/// sentence whose subject names the file (`<file> contains no certificate`).
+pub fn check_ca_bundle(pem: &[u8]) -> Result<(), String> {
+    let certs: Vec<CertificateDer<'_>> = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("is not valid PEM: {e}"))?;
+    if certs.is_empty() {
+        return Err("contains no certificate".to_owned());
+    }
+    Ok(())
+}
+
 impl Registry {
     /// Validates the trust configuration and opens the cache. Installs the process-wide rustls
     /// crypto provider if none is installed yet.
@@ -156,17 +168,8 @@ impl Registry {
         super::install_crypto_provider();
         let mut certificates = Vec::new();
         for (index, pem) in options.trust.extra_root_certs_pem.iter().enumerate() {
-            let certs: Vec<CertificateDer<'_>> = CertificateDer::pem_slice_iter(pem)
-                .collect::<Result<_, _>>()
-                .map_err(|e| {
-                    RegistryError::Trust(format!("CA bundle #{} is not valid PEM: {e}", index + 1))
-                })?;
-            if certs.is_empty() {
-                return Err(RegistryError::Trust(format!(
-                    "CA bundle #{} contains no certificate",
-                    index + 1
-                )));
-            }
+            check_ca_bundle(pem)
+                .map_err(|e| RegistryError::Trust(format!("CA bundle #{} {e}", index + 1)))?;
             certificates.push(Certificate {
                 encoding: CertificateEncoding::Pem,
                 data: pem.clone(),

@@ -1,4 +1,6 @@
-//! `SOURCE` arguments of the CLI: "a path that exists is a path; otherwise an image".
+//! `SOURCE` arguments of the CLI: a path that exists is a path; an argument that looks like an
+//! image ([`looks_like_image`]: a registry host, a tag or a digest) is an image; anything else is
+//! a path that does not exist, reported as such instead of being pulled from Docker Hub.
 //!
 //! An image source is pulled (verified, unpacked, cached) and its catalog directory is the one
 //! named by the label `operators.operatorframework.io.index.configs.v1`, or `/configs` when the
@@ -34,7 +36,13 @@ pub struct LocalCatalog {
 /// Why a source cannot be turned into a local catalog.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// Not an existing path, and not an image reference either.
+    /// Neither an existing path nor something that looks like an image: a missing path.
+    #[error("no such {what}: {path}", what = if looks_like_file(path) { "file" } else { "directory" })]
+    NoSuchPath {
+        /// What the user typed.
+        path: String,
+    },
+    /// Looks like an image, but is not a valid image reference.
     #[error("SOURCE {text:?} is neither an existing path nor a valid image reference")]
     Neither {
         /// What the user typed.
@@ -79,6 +87,7 @@ impl SourceError {
     pub fn kind(&self) -> &'static str {
         match self {
             SourceError::Neither { .. } => "invalid_reference",
+            SourceError::NoSuchPath { .. } => "no_such_path",
             SourceError::Registry(e) => e.kind(),
             SourceError::NoConfigs { .. } | SourceError::LabelledDirMissing { .. } => {
                 "not_a_catalog_image"
@@ -88,10 +97,16 @@ impl SourceError {
 }
 
 impl Source {
-    /// Classifies `text`: an existing path wins; anything else must parse as an image.
+    /// Classifies `text`: an existing path wins; then what [`looks_like_image`] is an image
+    /// (and must parse as one); anything else is a missing path.
     pub fn parse(text: &str) -> Result<Source, SourceError> {
         if Path::new(text).exists() {
             return Ok(Source::Path(PathBuf::from(text)));
+        }
+        if !looks_like_image(text) {
+            return Err(SourceError::NoSuchPath {
+                path: text.to_owned(),
+            });
         }
         text.parse::<ImageRef>()
             .map(Source::Image)
@@ -100,6 +115,41 @@ impl Source {
                 source,
             })
     }
+}
+
+/// Whether an argument that is not an existing path names an image: it does not start or end
+/// like a path (`/`, `./`, `../`, `~`, a trailing `/`, a `.yaml`/`.yml`/`.json` file name), and
+/// it has a registry host (a first component with a `.` or `:`, or `localhost`, before a `/`),
+/// a tag (`:` in its last component) or a digest (`@`). So `quay.io/org/catalog`,
+/// `localhost:5000/catalog`, `catalog:v1` and `org/catalog@sha256:...` are images;
+/// `catalgo`, `org/catalog`, `./catalog` and `catalog/` are paths.
+pub fn looks_like_image(text: &str) -> bool {
+    let path_like = text.starts_with('/')
+        || text.starts_with("./")
+        || text.starts_with("../")
+        || text.starts_with('~')
+        || text.ends_with('/')
+        || text == "."
+        || text == ".."
+        || looks_like_file(text);
+    if path_like {
+        return false;
+    }
+    if text.contains('@') {
+        return true;
+    }
+    let host = text
+        .split_once('/')
+        .map(|(first, _)| first.contains('.') || first.contains(':') || first == "localhost");
+    let last = text.rsplit('/').next().unwrap_or(text);
+    host == Some(true) || last.contains(':')
+}
+
+/// Whether the argument ends like a catalog file name (`.yaml`, `.yml`, `.json`).
+fn looks_like_file(text: &str) -> bool {
+    [".yaml", ".yml", ".json"]
+        .iter()
+        .any(|extension| text.ends_with(extension))
 }
 
 /// Turns a source into a catalog on disk, pulling it if it is an image.
@@ -165,9 +215,43 @@ mod tests {
             Source::Image(_)
         ));
         let err = Source::parse("./no/such dir").unwrap_err();
+        assert_eq!(err.to_string(), "no such directory: ./no/such dir");
+        let err = Source::parse("quay.io/Org/Bad Name:v1").unwrap_err();
         assert!(err.to_string().starts_with(
-            "SOURCE \"./no/such dir\" is neither an existing path nor a valid image reference"
+            "SOURCE \"quay.io/Org/Bad Name:v1\" is neither an existing path nor a valid image reference"
         ));
+    }
+
+    #[test]
+    fn an_image_must_look_like_one() {
+        for image in [
+            "quay.io/org/catalog",
+            "localhost:5000/catalog",
+            "localhost/catalog",
+            "catalog:v1",
+            "org/catalog:v1",
+            "org/catalog@sha256:0000",
+        ] {
+            assert!(looks_like_image(image), "{image}");
+        }
+        for path in [
+            "catalgo",
+            "org/catalog",
+            "./catalog",
+            "../catalog",
+            "/srv/catalog",
+            "catalog/",
+            "~/catalog",
+            "catalog.yaml",
+            "dir/index.json",
+            ".",
+        ] {
+            assert!(!looks_like_image(path), "{path}");
+        }
+        assert_eq!(
+            Source::parse("catalog.yaml").unwrap_err().to_string(),
+            "no such file: catalog.yaml"
+        );
     }
 
     fn unpacked(root: &Path, labels: &[(&str, &str)]) -> UnpackedImage {

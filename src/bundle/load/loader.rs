@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::{Bundle, BundleObject, LoadError, LoadWarning, ManifestProblem};
+use super::{Bundle, BundleObject, LoadError, LoadReport, LoadWarning, ManifestProblem};
 use crate::api::ClusterServiceVersion;
 use crate::bundle::document::{first_document, quantities_to_strings};
 use crate::bundle::kinds::{
@@ -24,6 +24,8 @@ pub(super) struct Loader {
     objects: Vec<BundleObject>,
     metadata: BTreeMap<String, Value>,
     warnings: Vec<LoadWarning>,
+    /// CRDs refused for their API version (kept for `LoadReport`).
+    refused_crds: Vec<BundleObject>,
     pub(super) problems: Vec<ManifestProblem>,
 }
 
@@ -83,6 +85,7 @@ impl Loader {
             });
         }
         if kind == CUSTOM_RESOURCE_DEFINITION && api_version != CRD_API_VERSION {
+            self.refused_crds.push(BundleObject { file: name, object });
             let file = shown.to_owned();
             return self
                 .problems
@@ -174,7 +177,20 @@ impl Loader {
         }
     }
 
-    pub(super) fn finish(mut self, dir: &Path) -> Result<Bundle, LoadError> {
+    pub(super) fn finish(self, dir: &Path) -> Result<Bundle, LoadError> {
+        let report = self.finish_report(dir);
+        match report.bundle {
+            Some(bundle) if report.problems.is_empty() => Ok(bundle),
+            _ => Err(LoadError::Invalid {
+                dir: dir.to_path_buf(),
+                problems: report.problems,
+            }),
+        }
+    }
+
+    /// Everything loaded, with every problem: the bundle whenever exactly one valid
+    /// ClusterServiceVersion was found (its objects are the manifests that were accepted).
+    pub(super) fn finish_report(mut self, dir: &Path) -> LoadReport {
         self.check_duplicates();
         let csv = match self.csvs.len() {
             0 => {
@@ -194,8 +210,8 @@ impl Loader {
                 None
             }
         };
-        match csv {
-            Some((csv_file, csv)) if self.problems.is_empty() => Ok(Bundle {
+        LoadReport {
+            bundle: csv.map(|(csv_file, csv)| Bundle {
                 dir: dir.to_path_buf(),
                 csv_file,
                 csv,
@@ -203,10 +219,8 @@ impl Loader {
                 metadata: self.metadata,
                 warnings: self.warnings,
             }),
-            _ => Err(LoadError::Invalid {
-                dir: dir.to_path_buf(),
-                problems: self.problems,
-            }),
+            problems: self.problems,
+            refused_crds: self.refused_crds,
         }
     }
 

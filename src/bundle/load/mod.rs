@@ -77,7 +77,41 @@ impl BundleObject {
     }
 }
 
+/// A bundle directory read without stopping at the first refusal: for `opcat bundle validate`,
+/// which reports every problem at once.
+#[derive(Debug)]
+pub struct LoadReport {
+    /// The bundle, when exactly one ClusterServiceVersion could be read; its `objects` are the
+    /// manifests that were accepted (refused ones are in `problems`).
+    pub bundle: Option<Bundle>,
+    /// Every problem found (empty: [`Bundle::load`] would succeed).
+    pub problems: Vec<ManifestProblem>,
+    /// CustomResourceDefinitions refused for their API version (in `problems` too), which the
+    /// bundle still ships.
+    pub refused_crds: Vec<BundleObject>,
+}
+
 impl Bundle {
+    /// Reads the bundle in `dir` like [`Bundle::load_layout`], but keeps what could be read
+    /// along with every problem.
+    pub fn load_report(dir: &Path, manifests: &str, metadata: &str) -> LoadReport {
+        let manifests_dir = dir.join(manifests);
+        let files = match list_files(&manifests_dir) {
+            Ok(files) => files,
+            Err(error) => {
+                return LoadReport {
+                    bundle: None,
+                    problems: vec![ManifestProblem::Read {
+                        file: display_path(manifests, ""),
+                        error,
+                    }],
+                    refused_crds: Vec::new(),
+                };
+            }
+        };
+        Self::loader(dir, manifests, metadata, files).finish_report(dir)
+    }
+
     /// Reads the bundle in `dir` (`manifests/` and, when present, `metadata/`).
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
         Self::load_layout(dir, MANIFESTS_DIR, METADATA_DIR)
@@ -94,6 +128,16 @@ impl Bundle {
             path: manifests_dir.clone(),
             source,
         })?;
+        Self::loader(dir, manifests, metadata, files).finish(dir)
+    }
+
+    /// A loader that has read the manifest `files` and the metadata directory.
+    fn loader(
+        dir: &Path,
+        manifests: &str,
+        metadata: &str,
+        files: Vec<(String, PathBuf)>,
+    ) -> Loader {
         let mut loader = Loader::new(manifests);
         for (name, path) in files {
             loader.manifest(&display_path(manifests, &name), name, &path);
@@ -112,7 +156,7 @@ impl Bundle {
                 }),
             }
         }
-        loader.finish(dir)
+        loader
     }
 
     /// A bundle from manifests a catalog embeds (`olm.bundle.object`, or a registry server's
