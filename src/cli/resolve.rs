@@ -24,10 +24,10 @@ what is missing or in conflict.")]
 pub struct Args {
     /// The Subscription's catalog, `[[NAMESPACE/]NAME[@PRIORITY]=]SOURCE`: a directory (every
     /// file in it is read, except those matched by `.indexignore` files), a single YAML or JSON
-    /// file, or a catalog image reference (a path that exists is a path; anything else is
-    /// pulled, and its catalog is read from the directory its
-    /// `operators.operatorframework.io.index.configs.v1` label names, default `/configs`). The
-    /// optional prefix names it as --catalog does.
+    /// file, or a catalog image reference (a path that exists is a path; an image must name a
+    /// registry host, a tag or a digest, anything else is a missing path; an image's catalog is
+    /// read from the directory its `operators.operatorframework.io.index.configs.v1` label
+    /// names, default `/configs`). The optional prefix names it as --catalog does.
     #[arg(value_name = "SOURCE")]
     pub source: String,
     #[command(flatten)]
