@@ -348,3 +348,41 @@ fn catalog_commands_and_resolve_read_an_image_source() {
         "{stderr}"
     );
 }
+
+#[test]
+fn bundle_validate_and_render_read_an_image() {
+    let env = Env::new();
+    let widget = Path::new(env!("CARGO_MANIFEST_DIR")).join("bundles/widget-operator/1.2.0");
+    let image = env.dist.image("bundles/widget-operator:v1.2.0");
+    ok(&env.run(
+        &["bundle", "push", &widget.display().to_string(), &image],
+        "secret.yaml",
+    ));
+    let stdout = ok(&env.run(&["bundle", "validate", &image], "secret.yaml"));
+    assert!(
+        stdout.starts_with(&format!("bundle {image} (sha256:"))
+            && stdout.ends_with(
+                ") is valid: widget-operator.v1.2.0 (package widget-operator), 3 manifests, 0 warnings\n"
+            ),
+        "{stdout}"
+    );
+    // The Secret manifest pulls the image and names the copy.
+    let stdout = ok(&env.run(
+        &[
+            "bundle",
+            "render",
+            &image,
+            "--namespace",
+            "widgets",
+            "--catalog",
+            "olm/vendor",
+        ],
+        "secret.yaml",
+    ));
+    let copy = opcat::pull_secrets::names::copy_name("olm", "vendor", "registry-creds");
+    assert!(
+        stdout.contains(&format!("#   Secret {copy} (copy of olm/registry-creds)\n")),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("cli-pass"), "{stdout}");
+}
