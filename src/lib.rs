@@ -2,9 +2,9 @@
 //!
 //! The crate is split by responsibility (see `docs/development.md`):
 //! pure modules (`fbc`, `graph`, `resolve`, `dependency`, `semver_range`, `bundle`, `copied_csv`,
-//! `certificates`, `pull_secrets`, `operator_conditions`) never talk to a cluster or a
-//! registry; `registry` talks only to OCI registries; `controller` is the only code that talks
-//! to the Kubernetes API.
+//! `certificates`, `pull_secrets`, `operator_conditions`, `operator_group_roles`) never talk to
+//! a cluster or a registry; `registry` talks only to OCI registries; `controller` is the only
+//! code that talks to the Kubernetes API.
 
 pub mod admin;
 pub mod api;
@@ -22,6 +22,7 @@ pub mod graph;
 pub mod interner;
 pub mod metrics;
 pub mod operator_conditions;
+pub mod operator_group_roles;
 pub mod package_server;
 pub mod pull_secrets;
 pub mod registry;

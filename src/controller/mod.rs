@@ -37,6 +37,7 @@ pub mod backoff;
 pub mod catalog_source;
 pub mod catalogs;
 pub mod clock;
+pub mod cluster_roles;
 pub mod compact_meta;
 pub mod context;
 pub mod copied_csvs;

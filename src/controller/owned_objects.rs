@@ -24,7 +24,9 @@ use tokio::sync::watch;
 use super::compact_meta::CompactMeta;
 use super::resources::{self, ResolvedResource};
 use super::stores::{Driver, Scope, created_by_opcat};
-use crate::bundle::ownership::{CSV_LABEL, CSV_NAMESPACE_LABEL, csv_label_value};
+use crate::bundle::ownership::{
+    CSV_LABEL, CSV_NAMESPACE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, csv_label_value,
+};
 use crate::interner::Strings;
 use crate::pull_secrets::names::label_value;
 
@@ -274,10 +276,13 @@ impl OwnedObjects {
             Some(entry) if entry.meta.uid() == written.metadata.uid.as_deref() => {
                 entry.verified = Some(version);
             }
-            // Not seen by the watch yet: store it as written, the watch event will follow.
+            // Not seen by the watch yet: store it as written, the watch event will follow (it
+            // carries opcat's label: objects of a CSV, and the roles opcat derives itself).
             None => {
                 let meta = CompactMeta::new(written.metadata.clone(), &self.strings);
-                if csv_of(&meta).is_some() {
+                let ours =
+                    meta.label(MANAGED_BY_LABEL).map(|value| &**value) == Some(MANAGED_BY_VALUE);
+                if csv_of(&meta).is_some() || ours {
                     state.apply(key.clone(), meta);
                     if let Some(entry) = state.objects.get_mut(&key) {
                         entry.verified = Some(version);

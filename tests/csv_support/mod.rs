@@ -405,6 +405,8 @@ pub async fn wait_report(
 
 /// Every object in the cluster, of the kinds opcat touches, that carries an `opcat.dev/`
 /// label or annotation, as `Kind namespace/name` (CRDs included: they are kept on purpose).
+/// Not listed: the ClusterRoles of provided APIs and OperatorGroups, which outlive a CSV on
+/// purpose as with OLM (they go with their CRD or group; `tests/operator_group_roles.rs`).
 pub fn objects_marked_by_opcat(env: &Env) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     fn marked(meta: &ObjectMeta) -> bool {
@@ -413,7 +415,11 @@ pub fn objects_marked_by_opcat(env: &Env) -> BTreeSet<String> {
                 .flatten()
                 .any(|(key, _)| key.starts_with("opcat.dev/"))
         };
-        has(&meta.labels) || has(&meta.annotations)
+        let olm_role = meta.labels.iter().flatten().any(|(key, value)| {
+            key.starts_with("olm.opgroup.permissions/")
+                || (key == "olm.owner.kind" && value == "OperatorGroup")
+        });
+        (has(&meta.labels) || has(&meta.annotations)) && !olm_role
     }
     macro_rules! scan {
         ($kind:ty) => {

@@ -15,8 +15,8 @@
 //!    render, which puts their CA into pod templates and `caBundle`s), then the Deployments
 //!    (their pod templates list the copies);
 //! 6. the other objects; the webhook configurations, APIServices and CRD conversions, now that
-//!    the Deployments serving them exist; then the sweep of what the render no longer produces,
-//!    and last the copies nobody needs any more.
+//!    the Deployments serving them exist; the ClusterRoles of the provided APIs; then the sweep
+//!    of what the render no longer produces, and last the copies nobody needs any more.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,8 +37,8 @@ use super::propagation::{self, PropagationInputs};
 use super::requirements::Unmet;
 use super::status::{self, Health, PhaseUpdate};
 use super::{
-    Csvs, certificates, copies, csv_writes, objects, operator_condition, report, service_accounts,
-    webhooks,
+    Csvs, certificates, copies, csv_writes, objects, operator_condition, provided_api_roles,
+    report, service_accounts, webhooks,
 };
 use crate::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase, csv_reasons};
 use crate::bundle::{RenderContext, ownership::CsvOwner, render};
@@ -172,6 +172,7 @@ pub(super) async fn install(
     // (6) The rest, webhooks, then the sweep and the copies nobody uses.
     objects::apply_all(context, &rendered.others, &live, hashed, no_force).await?;
     webhooks::apply(context, namespace, &rendered, &live).await?;
+    provided_api_roles::ensure(context, csv).await?;
     let mut keep: BTreeSet<ObjectKey> = rendered.in_apply_order().map(ObjectKey::of).collect();
     keep.extend(certificates.keys());
     let swept = objects::delete_unlisted(client, &live, &keep).await?;

@@ -16,7 +16,8 @@
 //! pure: `requirements`, `propagation`, `status`, `report`, `triggers`; writes: `copies`,
 //! `service_accounts`, `objects`, `operator_condition` (the CSV's OperatorCondition),
 //! `csv_writes`, `events`, `certificates` (serving certificate Secrets), `webhooks` (webhook
-//! configurations, APIServices, CRD conversions); registry: `preflight`.
+//! configurations, APIServices, CRD conversions), `provided_api_roles` (the ClusterRoles of
+//! the APIs the CSV provides, as OLM); registry: `preflight`.
 
 mod attach;
 mod bundle;
@@ -37,6 +38,7 @@ mod observe;
 mod operator_condition;
 mod preflight;
 mod propagation;
+mod provided_api_roles;
 mod report;
 mod requirements;
 mod rotating;

@@ -1,14 +1,18 @@
 //! The OperatorGroup controller: writes `status.namespaces` (the resolved target namespaces the
 //! CSV reconciler reads) and `lastUpdated`, and flags namespaces with several OperatorGroups
-//! (`MultipleOperatorGroup`, as OLM does). It only computes targets; install-mode checks and the
-//! `NoOperatorGroup`/`TooManyOperatorGroups` CSV failures belong to the CSV reconciler.
+//! (`MultipleOperatorGroup`, as OLM does); keeps the group's aggregated ClusterRoles and
+//! `olm.providedAPIs` annotation in line with the APIs its CSVs provide (`roles`). It only
+//! computes targets; install-mode checks and the `NoOperatorGroup`/`TooManyOperatorGroups` CSV
+//! failures belong to the CSV reconciler.
 //!
 //! Triggers: OperatorGroups (an OperatorGroup's siblings in its namespace too, for the
-//! several-groups condition) and Namespaces (label changes change selector matches). Shared watch
+//! several-groups condition), Namespaces (label changes change selector matches) and the CSVs
+//! of its namespace, applied and deleted (their provided APIs). Shared watch
 //! streams carry no deletions, so while a namespace has several groups the survivors are looked
 //! at again after `wait_requeue`; a terminating namespace is dropped from selector matches as
 //! soon as it starts terminating.
 
+mod roles;
 mod targets;
 
 use std::sync::Arc;
@@ -29,6 +33,7 @@ use super::super::stores::{Indexed, Reflectors};
 use super::super::wiring::{self, backoff_key_of};
 use crate::api::OperatorGroup;
 use crate::controller::stored_namespace::StoredNamespace;
+use crate::controller::stored_object::StoredCsv;
 use crate::failure::ReconcileFailure;
 
 pub use targets::{InvalidSelector, desired_status, target_namespaces};
@@ -47,18 +52,26 @@ pub enum OperatorGroupError {
         #[source]
         source: ApplyError,
     },
+    /// A write of the group's provided-API roles or annotation failed.
+    #[error("cannot write the provided-API roles of OperatorGroup {namespace}/{name}")]
+    Roles {
+        namespace: String,
+        name: String,
+        #[source]
+        source: ApplyError,
+    },
 }
 
 impl ReconcileFailure for OperatorGroupError {
     fn kind(&self) -> &'static str {
         match self {
-            Self::Status { source, .. } => source.kind(),
+            Self::Status { source, .. } | Self::Roles { source, .. } => source.kind(),
         }
     }
 
     fn is_transient(&self) -> bool {
         match self {
-            Self::Status { source, .. } => source.is_transient(),
+            Self::Status { source, .. } | Self::Roles { source, .. } => source.is_transient(),
         }
     }
 }
@@ -84,10 +97,17 @@ pub fn controller(
         let groups = groups.clone();
         move |group: Arc<OperatorGroup>| groups_in_namespace(&groups, &group)
     };
+    let of_csv = {
+        let groups = groups.clone();
+        move |csv: Arc<StoredCsv>| groups_of(&groups, &csv.namespace().unwrap_or_default())
+    };
+    let of_deleted_csv = of_csv.clone();
     let controller =
         Controller::for_shared_stream(reflectors.operator_groups.subscribe(), groups.store())
             .watches_shared_stream(reflectors.operator_groups.subscribe(), siblings)
-            .watches_shared_stream(reflectors.namespaces.subscribe(), for_namespace);
+            .watches_shared_stream(reflectors.namespaces.subscribe(), for_namespace)
+            .watches_shared_stream(reflectors.csvs.subscribe(), of_csv)
+            .watches_shared_stream(reflectors.csvs.subscribe_deleted(), of_deleted_csv);
     let state = Arc::new(GroupContext {
         context: context.clone(),
         own_writes: OwnWrites::default(),
@@ -114,6 +134,14 @@ fn groups_with_selector(groups: &Indexed<OperatorGroup>) -> Vec<ObjectRef<Operat
         .collect()
 }
 
+fn groups_of(groups: &Indexed<OperatorGroup>, namespace: &str) -> Vec<ObjectRef<OperatorGroup>> {
+    groups
+        .in_namespace(namespace)
+        .iter()
+        .map(|group| ObjectRef::from_obj(group.as_ref()))
+        .collect()
+}
+
 fn groups_in_namespace(
     groups: &Indexed<OperatorGroup>,
     group: &OperatorGroup,
@@ -126,8 +154,8 @@ fn groups_in_namespace(
         .collect()
 }
 
-// Reconciles one OperatorGroup: reads the OperatorGroup and Namespace stores; writes only the
-// OperatorGroup's status.
+// Reconciles one OperatorGroup: reads the OperatorGroup, Namespace and CSV stores; writes the
+// OperatorGroup's status, its provided-API roles and annotation.
 async fn reconcile(
     group: Arc<OperatorGroup>,
     ctx: Arc<GroupContext>,
@@ -203,10 +231,26 @@ async fn reconcile(
             "OperatorGroup target namespaces updated"
         );
     }
+    let provided =
+        roles::ensure(context, &group)
+            .await
+            .map_err(|source| OperatorGroupError::Roles {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                source,
+            })?;
+    if let Some(annotated) = &provided.group {
+        ctx.own_writes.wrote(
+            &group.uid().unwrap_or_default(),
+            group.meta().resource_version.as_deref(),
+            annotated.meta().resource_version.as_deref(),
+        );
+    }
     context
         .backoffs
         .succeeded(&backoff_key_of(CONTROLLER, group.as_ref()));
-    Ok(if siblings > 1 {
+    // A role just written: the next look checks it as aggregated, well before the resync.
+    Ok(if siblings > 1 || provided.roles > 0 {
         Action::requeue(context.settings.wait_requeue)
     } else {
         Action::requeue(context.settings.resync)
