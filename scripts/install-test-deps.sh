@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Installs the third-party programs the tests run for real (idempotent; quiet when all present).
+# `--demo`: only what scripts/demo.sh needs (docker-registry, and a C compiler for ring's C
+# parts); no skopeo, umoci, openssl, make or Python tools.
 set -euo pipefail
+
+demo_only=0
+[ "${1:-}" != "--demo" ] || demo_only=1
 
 need_apt=()
 command -v docker-registry >/dev/null 2>&1 || need_apt+=(docker-registry)
-command -v skopeo >/dev/null 2>&1 || need_apt+=(skopeo)
-command -v umoci >/dev/null 2>&1 || need_apt+=(umoci)
-command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
-# opcat's allocator (tikv-jemalloc-sys) is C, built with the system compiler and make.
+# ring (TLS) has C parts, built with the system compiler.
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
-command -v make >/dev/null 2>&1 || need_apt+=(make)
+if [ "$demo_only" -eq 0 ]; then
+  command -v skopeo >/dev/null 2>&1 || need_apt+=(skopeo)
+  command -v umoci >/dev/null 2>&1 || need_apt+=(umoci)
+  command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+  # opcat's allocator (tikv-jemalloc-sys) is C, built with make.
+  command -v make >/dev/null 2>&1 || need_apt+=(make)
+fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo_cmd=()
@@ -30,6 +38,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
   [ "$created_policy" -eq 0 ] || "${sudo_cmd[@]}" rm -f "$policy"
 fi
+
+[ "$demo_only" -eq 0 ] || exit 0
 
 # Python test tools, pinned, in a virtualenv (never the system's site-packages):
 # kubernetes-validate checks deploy/ offline (tests/ops_deploy.rs); prometheus-client's

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 /// quarter of opcat's CPU while converging (perf), and its per-thread arenas kept freed memory.
 /// Side by side at 10,000 Subscriptions (scripts/bench-scale.sh): peak RSS 529.5 → 495.1 MB,
 /// opcat CPU to converge 171.3 → 130.2 s.
+/// Without the `jemalloc` feature (the quickstart's build), glibc's malloc.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
