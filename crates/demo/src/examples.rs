@@ -81,18 +81,31 @@ impl Manifest {
     }
 }
 
-/// The example files in the order `deploy/examples/kustomization.yaml` lists them, every
-/// `localhost:5000` replaced by `registry_host`.
+/// Every example file, every `localhost:5000` replaced by `registry_host`: first those
+/// `deploy/examples/kustomization.yaml` lists (what `kubectl apply -k` applies) in its order,
+/// then the others (the placeholder pull Secret and the manual-approval example, applied by
+/// hand) by name.
 pub fn load(examples_dir: &Path, registry_host: &str) -> Result<Vec<Manifest>, ExamplesError> {
     let kustomization = examples_dir.join("kustomization.yaml");
     let index = read_yaml(&kustomization)?;
-    let files: Vec<String> = index
+    let mut files: Vec<String> = index
         .first()
         .and_then(|k| k["resources"].as_array())
         .into_iter()
         .flatten()
         .filter_map(|file| file.as_str().map(str::to_owned))
         .collect();
+    let mut others: Vec<String> = std::fs::read_dir(examples_dir)
+        .map_err(|source| ExamplesError::Read {
+            path: examples_dir.to_owned(),
+            source,
+        })?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".yaml") && name != "kustomization.yaml")
+        .filter(|name| !files.contains(name))
+        .collect();
+    others.sort();
+    files.extend(others);
     let mut manifests = Vec::new();
     for file in files {
         let path = examples_dir.join(&file);
@@ -114,11 +127,12 @@ pub fn load(examples_dir: &Path, registry_host: &str) -> Result<Vec<Manifest>, E
     Ok(manifests)
 }
 
-/// The manifests of the given files, in the kustomization's order.
+/// The manifests of the given files, in the order of `files` (each file's objects in their
+/// order).
 pub fn from_files(manifests: &[Manifest], files: &[&str]) -> Vec<Manifest> {
-    manifests
+    files
         .iter()
-        .filter(|m| files.contains(&m.file.as_str()))
+        .flat_map(|file| manifests.iter().filter(move |m| m.file == *file))
         .cloned()
         .collect()
 }
@@ -210,7 +224,7 @@ mod tests {
     }
 
     #[test]
-    fn the_examples_load_in_kustomization_order_with_the_registry_rewritten() {
+    fn the_examples_load_kustomization_first_with_the_registry_rewritten() {
         let manifests = load(&examples_dir(), "127.0.0.1:5999").unwrap();
         let described: Vec<String> = manifests.iter().map(Manifest::describe).collect();
         assert_eq!(
@@ -218,21 +232,22 @@ mod tests {
             [
                 "Namespace opcat-catalogs",
                 "Namespace widgets",
-                "Namespace gadgets",
-                "Secret opcat-catalogs/example-registry-pull",
                 "CatalogSource opcat-catalogs/opcat-examples",
                 "OperatorGroup widgets/widgets",
                 "Subscription widgets/widget-operator",
+                // Not in the kustomization: applied by hand.
+                "Namespace gadgets",
                 "OperatorGroup gadgets/global",
+                "Secret opcat-catalogs/example-registry-pull",
                 "Subscription gadgets/gadget-operator",
             ]
         );
-        let catalog = &manifests[4];
+        let catalog = &manifests[2];
         assert_eq!(
             catalog.object["spec"]["image"],
             "127.0.0.1:5999/opcat-examples/catalog:latest"
         );
-        let secret = &manifests[3].object["stringData"][".dockerconfigjson"];
+        let secret = &manifests[7].object["stringData"][".dockerconfigjson"];
         assert!(secret.as_str().unwrap().contains("\"127.0.0.1:5999\""));
         assert!(
             manifests
