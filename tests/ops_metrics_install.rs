@@ -79,10 +79,13 @@ async fn metrics_after_an_install_and_a_rotation_count_what_happened() {
     fixture.wait_csv_phase(csv, "Succeeded").await;
     let copy = copy_name(CATALOG_NAMESPACE, CATALOG, PULL_SECRET);
 
-    // Rotate the source: the registry's credentials plus a mirror's.
+    // Rotate the source: the registry's entry gains an email (copies hold only the entries the
+    // operator's images need, so a new entry for another registry would not reach them).
     let mut rotated: serde_json::Value =
         serde_json::from_str(&fixture.right_credentials()).unwrap();
-    rotated["auths"]["mirror.example.com"] = serde_json::json!({"auth": "bWlycm9yOnB3"});
+    for entry in rotated["auths"].as_object_mut().unwrap().values_mut() {
+        entry["email"] = serde_json::json!("ops@example.com");
+    }
     fixture.set_pull_secret(&rotated.to_string()).await;
     let source = fixture
         .env

@@ -31,11 +31,13 @@ fn source_data(env: &Env, name: &str) -> BTreeMap<String, ByteString> {
         .unwrap()
 }
 
-/// New data for a source: another credential entry next to the registry's.
+/// New data for a source: the registry's entry with a new `email`. (An entry for another
+/// registry would not reach the copies: they hold only what the operator's images need, see
+/// `pull_secrets_least_privilege`.) Written as opcat writes copies, keys sorted and compact, so
+/// a copy's data equals its source's.
 async fn rotate(env: &Env, name: &str, marker: &str) {
     let config = json!({"auths": {
-        env.registry.host.clone(): {"auth": base64_auth(env)},
-        "mirror.example.com": {"username": "robot", "password": marker},
+        env.registry.host.clone(): {"auth": base64_auth(env), "email": format!("{marker}@example.com")},
     }});
     let api: Api<Secret> = Api::namespaced(env.client.clone(), CATALOG_NAMESPACE);
     let mut secret = api.get(name).await.unwrap();

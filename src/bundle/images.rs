@@ -5,11 +5,22 @@
 use std::collections::BTreeSet;
 
 use super::load::Bundle;
+use crate::api::ClusterServiceVersion;
+use crate::api::cluster_service_version::ClusterServiceVersionSpec;
 
 /// Every container and init-container image of the bundle's Deployments plus every
 /// `spec.relatedImages[].image`, sorted, without empty references.
 pub fn images(bundle: &Bundle) -> BTreeSet<String> {
-    let spec = &bundle.csv.spec;
+    csv_images(&bundle.csv)
+}
+
+/// [`images`] of a ClusterServiceVersion (a bundle's, or one opcat installed from it).
+pub fn csv_images(csv: &ClusterServiceVersion) -> BTreeSet<String> {
+    spec_images(&csv.spec)
+}
+
+/// [`images`] of a ClusterServiceVersion's spec.
+pub fn spec_images(spec: &ClusterServiceVersionSpec) -> BTreeSet<String> {
     let pod_images = spec
         .install
         .deployments()

@@ -28,7 +28,7 @@ pub mod serving;
 mod serving_checks;
 pub mod validate;
 
-pub use images::images;
+pub use images::{csv_images, images, spec_images};
 pub use install_mode::{InstallModeError, TargetNamespaces, check_install_mode, install_mode_for};
 pub use load::{Bundle, BundleObject, LoadError, LoadReport, LoadWarning, ManifestProblem};
 pub use render::{RenderContext, RenderError, RenderedBundle, render};

@@ -21,10 +21,12 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::names::{
-    CATALOG_NAME_LABEL, MANAGED_LABEL, MANAGED_VALUE, SOURCE_NAME_LABEL, SOURCE_NAMESPACE_LABEL,
-    SOURCE_UID_ANNOTATION,
+    CATALOG_NAME_LABEL, MANAGED_LABEL, MANAGED_VALUE, REGISTRIES_ANNOTATION, SOURCE_NAME_LABEL,
+    SOURCE_NAMESPACE_LABEL, SOURCE_UID_ANNOTATION,
 };
 use super::owners::{CatalogRef, CsvOwner, is_csv_owner};
+use super::scoping::{CopyScope, Scoped, scope_source};
+use crate::registry::credentials::ConfigError;
 
 /// `type` of a Secret in `~/.docker/config.json` format (`{"auths": {...}}`).
 pub const DOCKER_CONFIG_JSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
@@ -55,6 +57,14 @@ pub enum CopyError {
         type_: String,
         key: &'static str,
     },
+    /// The source's document cannot be read the way the kubelet reads it, so the entries a
+    /// copy needs cannot be chosen. The message names the registry key and field, never data.
+    #[error("secret {namespace}/{name}: {error}")]
+    Unreadable {
+        namespace: String,
+        name: String,
+        error: ConfigError,
+    },
 }
 
 impl CopyError {
@@ -63,6 +73,7 @@ impl CopyError {
         match self {
             Self::NotAPullSecret { .. } => "NotAPullSecret",
             Self::MissingKey { .. } => "MissingKey",
+            Self::Unreadable { .. } => "Unreadable",
         }
     }
 }
@@ -100,24 +111,59 @@ pub fn validate_source(source: &Secret) -> Result<&str, CopyError> {
 }
 
 /// The copy of `source` (Secret `secret_name` of `catalog`) in `target_namespace`, owned by
-/// `owners`: same type and data, our labels and source-UID annotation, ownerReferences sorted.
+/// `owners`: same type, the data `scope` keeps ([`scope_source`]), our labels, the source-UID
+/// and registries annotations, ownerReferences sorted. `None` when scoping keeps no entry: no
+/// copy is made.
 pub fn desired_copy(
     source: &Secret,
     catalog: &CatalogRef,
     secret_name: &str,
     target_namespace: &str,
     owners: &[CsvOwner],
-) -> Result<Secret, CopyError> {
-    let type_ = validate_source(source)?;
-    Ok(build_copy(
+    scope: &CopyScope,
+) -> Result<Option<Secret>, CopyError> {
+    let scoped = scope_source(source, scope)?;
+    if scoped.is_empty() && matches!(scope, CopyScope::Images(_)) {
+        return Ok(None);
+    }
+    Ok(Some(scoped_copy(
+        source,
         catalog,
         secret_name,
         target_namespace,
         owners,
-        type_,
-        source.data.clone().unwrap_or_default(),
-        source.metadata.uid.as_deref(),
-    ))
+        scoped,
+    )))
+}
+
+/// The copy of `source` holding `scoped` (from [`scope_source`], which checked the source).
+pub fn scoped_copy(
+    source: &Secret,
+    catalog: &CatalogRef,
+    secret_name: &str,
+    target_namespace: &str,
+    owners: &[CsvOwner],
+    scoped: Scoped,
+) -> Secret {
+    let registries = (!scoped.registries.is_empty()).then(|| scoped.registries_annotation());
+    build_copy(
+        catalog,
+        secret_name,
+        target_namespace,
+        owners,
+        source.type_.as_deref().unwrap_or("Opaque"),
+        scoped.data,
+        Recorded {
+            source_uid: source.metadata.uid.as_deref(),
+            registries: registries.as_deref(),
+        },
+    )
+}
+
+/// The annotations a copy records about its source.
+struct Recorded<'a> {
+    source_uid: Option<&'a str>,
+    registries: Option<&'a str>,
 }
 
 /// The copy as it should be when its source is missing or unusable: data, type and recorded
@@ -128,11 +174,14 @@ pub fn kept_copy(
     secret_name: &str,
     owners: &[CsvOwner],
 ) -> Secret {
-    let recorded_uid = existing
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|annotations| annotations.get(SOURCE_UID_ANNOTATION));
+    let recorded = |key| {
+        existing
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(key))
+            .map(String::as_str)
+    };
     build_copy(
         catalog,
         secret_name,
@@ -140,7 +189,10 @@ pub fn kept_copy(
         owners,
         existing.type_.as_deref().unwrap_or("Opaque"),
         existing.data.clone().unwrap_or_default(),
-        recorded_uid.map(String::as_str),
+        Recorded {
+            source_uid: recorded(SOURCE_UID_ANNOTATION),
+            registries: recorded(REGISTRIES_ANNOTATION),
+        },
     )
 }
 
@@ -151,13 +203,19 @@ fn build_copy(
     owners: &[CsvOwner],
     type_: &str,
     data: BTreeMap<String, ByteString>,
-    source_uid: Option<&str>,
+    recorded: Recorded<'_>,
 ) -> Secret {
     let mut owners = owners.to_vec();
     owners.sort();
     owners.dedup();
-    let annotations =
-        source_uid.map(|uid| BTreeMap::from([(SOURCE_UID_ANNOTATION.to_owned(), uid.to_owned())]));
+    let annotations: BTreeMap<String, String> = [
+        (SOURCE_UID_ANNOTATION, recorded.source_uid),
+        (REGISTRIES_ANNOTATION, recorded.registries),
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| Some((key.to_owned(), value?.to_owned())))
+    .collect();
+    let annotations = (!annotations.is_empty()).then_some(annotations);
     Secret {
         metadata: ObjectMeta {
             name: Some(catalog.copy_name(secret_name)),

@@ -11,6 +11,8 @@
 //! - [`service_account`]: [`attach`] / [`detach`] on `imagePullSecrets`, keeping every foreign
 //!   entry, recording what opcat added; [`ServiceAccountEdit::json_patch`].
 //! - [`pod_template`]: [`inject`] / [`remove`] on a pod spec.
+//! - [`scoping`]: least privilege: a copy holds only the registry entries its operators'
+//!   images need ([`scope_source`]), unless the CatalogSource opts out.
 //! - [`scope`]: consent ([`propagation_allowed`]), with the label selector parser in
 //!   [`selector`].
 //! - [`plan`]: everything for one catalog in one namespace ([`plan_namespace`]); [`report`]
@@ -29,6 +31,7 @@ pub mod preflight;
 pub mod report;
 pub mod rotation;
 pub mod scope;
+pub mod scoping;
 pub mod selector;
 pub mod service_account;
 pub mod vocabulary;
@@ -38,12 +41,12 @@ mod tests;
 
 pub use copy::{
     CopyAction, CopyChanges, CopyConflict, CopyError, desired_copy, kept_copy, plan_copy,
-    validate_source,
+    scoped_copy, validate_source,
 };
 pub use names::copy_name;
 pub use owners::{CatalogRef, CsvOwner};
 pub use plan::{
-    CopyDeletion, CopyWrite, DeletionReason, InstalledCsv, NamespaceInput, NamespacePlan,
+    CopyDeletion, CopyWrite, DeletionReason, InstalledCsv, LeftOut, NamespaceInput, NamespacePlan,
     plan_namespace,
 };
 pub use pod_template::{inject, pod_service_account, remove};
@@ -53,6 +56,7 @@ pub use rotation::{
     RotatingCatalog, RotationPlan, RotationWrite, Skip, Skipped, plan_rotation, rotation_write,
 };
 pub use scope::{NotPropagated, propagation_allowed};
+pub use scoping::{CopyScope, Scoped, copies_whole, scope_source};
 pub use selector::{SelectorError, parse_selector};
 pub use service_account::{RestorePolicy, ServiceAccountEdit, attach, detach};
 pub use vocabulary::{ConditionStatus, PullSecretCondition};

@@ -45,6 +45,18 @@ pub const SOURCE_NAME_LABEL: &str = "opcat.dev/source-name";
 pub const CATALOG_NAME_LABEL: &str = "opcat.dev/catalog-name";
 /// Annotation on a copy: UID of the source Secret it was copied from.
 pub const SOURCE_UID_ANNOTATION: &str = "opcat.dev/source-uid";
+/// Annotation on a copy: the registry keys its data holds, as written in the source, sorted and
+/// joined with `,` (keys only, never credentials). See [`super::scoping`].
+pub const REGISTRIES_ANNOTATION: &str = "opcat.dev/registries";
+/// CatalogSource annotation choosing what a copy of its pull secrets holds: `images` (the
+/// default: only the entries an image of the operators using the copy needs) or `whole` (every
+/// entry of the source, for bundles whose operators pull images they do not declare). See
+/// [`super::scoping`].
+pub const PULL_SECRET_SCOPE_ANNOTATION: &str = "opcat.dev/pull-secret-scope";
+/// Value of [`PULL_SECRET_SCOPE_ANNOTATION`] that copies whole secrets.
+pub const PULL_SECRET_SCOPE_WHOLE: &str = "whole";
+/// Value of [`PULL_SECRET_SCOPE_ANNOTATION`] that states the default explicitly.
+pub const PULL_SECRET_SCOPE_IMAGES: &str = "images";
 /// Annotation on a ServiceAccount: JSON list (sorted) of the `imagePullSecrets` names opcat
 /// appended. It is the only record of what opcat may remove again.
 pub const ADDED_PULL_SECRETS_ANNOTATION: &str = "opcat.dev/added-pull-secrets";

@@ -19,9 +19,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 
-use super::copy::{CopyAction, CopyConflict, CopyError, desired_copy, kept_copy, plan_copy};
+use super::copy::{CopyAction, CopyConflict, CopyError, kept_copy, plan_copy, scoped_copy};
 use super::owners::{CatalogRef, CsvOwner};
 use super::scope::NotPropagated;
+use super::scoping::{CopyScope, scope_source};
 use super::service_account::{self, RestorePolicy, ServiceAccountEdit};
 
 /// A ClusterServiceVersion installed in the namespace from the catalog.
@@ -36,6 +37,9 @@ pub struct InstalledCsv {
     /// ([`pod_service_account`](super::pod_template::pod_service_account): `default` when it
     /// names none).
     pub service_accounts: BTreeSet<String>,
+    /// Every image it runs or names: container and init-container images of its Deployments
+    /// and `relatedImages` (`bundle::csv_images`). Its copies hold the entries these need.
+    pub images: BTreeSet<String>,
 }
 
 impl InstalledCsv {
@@ -68,6 +72,9 @@ pub struct NamespaceInput<'a> {
     pub service_accounts: &'a [ServiceAccount],
     /// Consent for this namespace ([`super::scope::propagation_allowed`]).
     pub scope: &'a Result<(), NotPropagated>,
+    /// The CatalogSource opted out of scoping: copies hold whole secrets
+    /// ([`copies_whole`](super::scoping::copies_whole)).
+    pub copy_whole: bool,
     /// The time, for the ServiceAccount restore window.
     pub now: Timestamp,
     /// The restore rule for ServiceAccount entries others remove.
@@ -92,6 +99,17 @@ pub enum DeletionReason {
     Unused,
     /// The namespace may no longer receive the catalog's secrets.
     NotPropagated,
+    /// No image of the operators using it needs any of its source's registries.
+    NoMatchingEntry,
+}
+
+/// A source no image needs: not copied, not attached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Name of the source Secret in the catalog's namespace.
+    pub source_name: String,
+    /// Its registry keys, none of which serves an image of the operators.
+    pub registries: Vec<String>,
 }
 
 /// A copy to delete, with preconditions so a Secret replaced in the meantime is not deleted.
@@ -128,6 +146,12 @@ pub struct NamespacePlan {
     pub missing_sources: Vec<String>,
     /// Sources that are not pull secrets (existing copies are kept).
     pub invalid_sources: Vec<CopyError>,
+    /// Registry keys each copy holds, by source name (keys only, never credentials).
+    pub held: BTreeMap<String, Vec<String>>,
+    /// Sources left out because no image needs them, by source name.
+    pub left_out: Vec<LeftOut>,
+    /// Whether copies hold whole secrets (the CatalogSource opted out of scoping).
+    pub copy_whole: bool,
     /// ServiceAccounts the CSVs use that were not among the inputs (not created yet).
     pub missing_service_accounts: Vec<String>,
     /// Per ServiceAccount, names opcat stopped restoring because another writer removes them.
@@ -168,6 +192,9 @@ pub fn plan_namespace(input: &NamespaceInput<'_>) -> NamespacePlan {
         conflicts: Vec::new(),
         missing_sources: Vec::new(),
         invalid_sources: Vec::new(),
+        held: BTreeMap::new(),
+        left_out: Vec::new(),
+        copy_whole: input.copy_whole,
         missing_service_accounts: Vec::new(),
         withheld: BTreeMap::new(),
         not_propagated: input.scope.clone().err(),
@@ -196,13 +223,27 @@ pub fn plan_namespace(input: &NamespaceInput<'_>) -> NamespacePlan {
         .collect();
     let mut owners: Vec<CsvOwner> = input.csvs.iter().map(InstalledCsv::owner).collect();
     owners.sort();
+    let scope = if input.copy_whole {
+        CopyScope::Whole
+    } else {
+        CopyScope::of(
+            None,
+            input
+                .csvs
+                .iter()
+                .flat_map(|csv| &csv.images)
+                .map(String::as_str),
+        )
+    };
 
     let mut attached = BTreeSet::new();
     if !matches!(mode, Mode::Remove(_)) {
         for (copy, source_name) in &wanted {
             let existing = by_name.get(copy.as_str()).copied();
             let action = match mode {
-                Mode::Active => plan_active(input, &mut plan, &owners, source_name, existing),
+                Mode::Active => {
+                    plan_active(input, &mut plan, &owners, &scope, source_name, existing)
+                }
                 _ => frozen(catalog, source_name, existing),
             };
             match action {
@@ -221,10 +262,16 @@ pub fn plan_namespace(input: &NamespaceInput<'_>) -> NamespacePlan {
             }
         }
     }
+    let left_out: BTreeSet<String> = plan
+        .left_out
+        .iter()
+        .map(|left| catalog.copy_name(&left.source_name))
+        .collect();
     for (name, secret) in &catalog_copies {
         let reason = match mode {
             Mode::Remove(reason) => reason,
             _ if !wanted.contains_key(*name) => DeletionReason::RemovedFromCatalog,
+            _ if left_out.contains(*name) => DeletionReason::NoMatchingEntry,
             _ => continue,
         };
         plan.deletions.push(CopyDeletion {
@@ -252,14 +299,34 @@ fn plan_active(
     input: &NamespaceInput<'_>,
     plan: &mut NamespacePlan,
     owners: &[CsvOwner],
+    scope: &CopyScope,
     source_name: &str,
     existing: Option<&Secret>,
 ) -> Option<CopyAction> {
     let catalog = input.catalog;
     match input.sources.get(source_name) {
         None => plan.missing_sources.push(source_name.to_owned()),
-        Some(source) => match desired_copy(source, catalog, source_name, input.namespace, owners) {
-            Ok(desired) => return Some(plan_copy(existing, &desired)),
+        Some(source) => match scope_source(source, scope) {
+            Ok(scoped) if scoped.is_empty() && matches!(scope, CopyScope::Images(_)) => {
+                plan.left_out.push(LeftOut {
+                    source_name: source_name.to_owned(),
+                    registries: scoped.left_out,
+                });
+                return None;
+            }
+            Ok(scoped) => {
+                plan.held
+                    .insert(source_name.to_owned(), scoped.registries.clone());
+                let desired = scoped_copy(
+                    source,
+                    catalog,
+                    source_name,
+                    input.namespace,
+                    owners,
+                    scoped,
+                );
+                return Some(plan_copy(existing, &desired));
+            }
             Err(error) => plan.invalid_sources.push(error),
         },
     }

@@ -3,15 +3,17 @@
 //! ever holds Secret data: only names, namespaces and reasons.
 
 use super::copy::{CopyAction, CopyChanges};
+use super::names::{PULL_SECRET_SCOPE_ANNOTATION, PULL_SECRET_SCOPE_WHOLE};
 use super::plan::{DeletionReason, NamespacePlan};
 use super::vocabulary::{
     CONDITION_PULL_SECRET_CONFLICT, CONDITION_PULL_SECRET_SOURCE_MISSING,
-    CONDITION_PULL_SECRETS_NOT_PROPAGATED, ConditionStatus, EVENT_PULL_SECRET_ATTACHED,
-    EVENT_PULL_SECRET_CONFLICT, EVENT_PULL_SECRET_COPIED, EVENT_PULL_SECRET_DELETED,
-    EVENT_PULL_SECRET_DETACHED, EVENT_PULL_SECRET_RESTORE_WITHHELD, EVENT_PULL_SECRET_RESTORED,
-    EVENT_PULL_SECRET_ROTATED, MAX_MESSAGE_LEN, PullSecretCondition, REASON_NO_CONFLICT,
-    REASON_PROPAGATED, REASON_SECRET_NAME_IN_USE, REASON_SOURCE_INVALID, REASON_SOURCE_NOT_FOUND,
-    REASON_SOURCES_PRESENT, bounded_list,
+    CONDITION_PULL_SECRETS_NOT_PROPAGATED, CONDITION_PULL_SECRETS_SCOPED, ConditionStatus,
+    EVENT_PULL_SECRET_ATTACHED, EVENT_PULL_SECRET_CONFLICT, EVENT_PULL_SECRET_COPIED,
+    EVENT_PULL_SECRET_DELETED, EVENT_PULL_SECRET_DETACHED, EVENT_PULL_SECRET_RESTORE_WITHHELD,
+    EVENT_PULL_SECRET_RESTORED, EVENT_PULL_SECRET_ROTATED, MAX_MESSAGE_LEN, PullSecretCondition,
+    REASON_NO_CONFLICT, REASON_PROPAGATED, REASON_SCOPED_TO_IMAGES, REASON_SECRET_NAME_IN_USE,
+    REASON_SOURCE_INVALID, REASON_SOURCE_NOT_FOUND, REASON_SOURCES_PRESENT,
+    REASON_WHOLE_SECRETS_COPIED, bounded_list,
 };
 
 /// Kind of the object an event is about.
@@ -40,8 +42,8 @@ pub struct PlanEvent {
 }
 
 impl NamespacePlan {
-    /// The `PullSecretConflict`, `PullSecretsNotPropagated` and `PullSecretSourceMissing`
-    /// conditions for the Subscriptions in this namespace.
+    /// The `PullSecretConflict`, `PullSecretsNotPropagated`, `PullSecretSourceMissing` and
+    /// `PullSecretsScoped` conditions for the Subscriptions in this namespace.
     pub fn conditions(&self) -> Vec<PullSecretCondition> {
         let conflict = if self.conflicts.is_empty() {
             PullSecretCondition {
@@ -76,7 +78,64 @@ impl NamespacePlan {
                 ),
             },
         };
-        vec![conflict, not_propagated, self.source_condition()]
+        vec![
+            conflict,
+            not_propagated,
+            self.source_condition(),
+            self.scoped_condition(),
+        ]
+    }
+
+    /// The `PullSecretsScoped` condition: which registries each copy holds and which sources
+    /// were left out, and why. Registry keys and names only.
+    pub fn scoped_condition(&self) -> PullSecretCondition {
+        let (namespace, catalog) = (&self.namespace, &self.catalog);
+        let mut items: Vec<String> = self
+            .held
+            .iter()
+            .map(|(source, registries)| {
+                format!(
+                    "secret {}/{source} as {namespace}/{} holds [{}]",
+                    catalog.namespace,
+                    catalog.copy_name(source),
+                    registries.join(", ")
+                )
+            })
+            .collect();
+        items.extend(self.left_out.iter().map(|left| {
+            format!(
+                "secret {}/{} left out: none of its registries [{}] serves an image of the \
+                 operators from catalog source {catalog} in namespace {namespace}",
+                catalog.namespace,
+                left.source_name,
+                left.registries.join(", ")
+            )
+        }));
+        if items.is_empty() {
+            items.push("no copies".to_owned());
+        }
+        let (status, reason, lead) = if self.copy_whole {
+            (
+                ConditionStatus::False,
+                REASON_WHOLE_SECRETS_COPIED,
+                format!(
+                    "catalog source {catalog} has {PULL_SECRET_SCOPE_ANNOTATION}: \
+                     {PULL_SECRET_SCOPE_WHOLE}, copies hold whole secrets: "
+                ),
+            )
+        } else {
+            (
+                ConditionStatus::True,
+                REASON_SCOPED_TO_IMAGES,
+                "copies hold only the registries the operators' images need: ".to_owned(),
+            )
+        };
+        PullSecretCondition {
+            type_: CONDITION_PULL_SECRETS_SCOPED,
+            status,
+            reason,
+            message: bounded_list(&lead, &items, MAX_MESSAGE_LEN),
+        }
     }
 
     /// The `PullSecretSourceMissing` condition (also for the CatalogSource).
@@ -213,6 +272,9 @@ impl NamespacePlan {
                 DeletionReason::RemovedFromCatalog => "its source was removed from spec.secrets",
                 DeletionReason::Unused => "no operator from the catalog uses it any more",
                 DeletionReason::NotPropagated => "the namespace may no longer receive it",
+                DeletionReason::NoMatchingEntry => {
+                    "no image of the operators using it needs any of its registries"
+                }
             };
             let message = format!(
                 "deleted pull-secret copy {namespace}/{} of catalog source {catalog}: {why}",

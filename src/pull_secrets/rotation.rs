@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::Secret;
 use super::copy::{CopyAction, CopyChanges, CopyError, desired_copy, plan_copy};
 use super::owners::{CatalogRef, CsvOwner, copy_source_labels, is_csv_owner, source_label_values};
 use super::scope::{NotPropagated, propagation_allowed};
+use super::scoping::{CopyScope, copies_whole};
 
 /// A CatalogSource that lists the rotated Secret in `spec.secrets`.
 #[derive(Clone, Copy, Debug)]
@@ -58,6 +59,36 @@ pub enum Skip {
     NeedsRecreate,
     /// The planner refuses to write it (a Secret that is not ours, or another source's).
     Conflict,
+    /// The images of its owners are not known (an owner is not among the catalog's CSVs in
+    /// the namespace): what it may hold is the CSV reconcile's to decide.
+    ImagesUnknown,
+    /// No image of its owners needs the rotated source any more: the CSV reconcile deletes it.
+    NoMatchingEntry,
+}
+
+/// The images of the CSVs `owners` of a copy of `catalog`'s secrets in `namespace`, from the
+/// CSVs of that catalog in that namespace; `None` when one of them is not found.
+pub trait OwnerImages {
+    fn images(
+        &self,
+        namespace: &str,
+        catalog: &CatalogRef,
+        owners: &[CsvOwner],
+    ) -> Option<Vec<String>>;
+}
+
+impl<F> OwnerImages for F
+where
+    F: Fn(&str, &CatalogRef, &[CsvOwner]) -> Option<Vec<String>>,
+{
+    fn images(
+        &self,
+        namespace: &str,
+        catalog: &CatalogRef,
+        owners: &[CsvOwner],
+    ) -> Option<Vec<String>> {
+        self(namespace, catalog, owners)
+    }
 }
 
 /// A copy of the rotated source left to the CSV reconcile.
@@ -82,7 +113,8 @@ pub struct RotationPlan {
 
 /// Decides which `copies` (opcat's copies, any source) of `source` take its new data now.
 /// `catalogs` are the CatalogSources listing `source` by name; `namespace_labels` gives the
-/// labels of a namespace (`None` when unknown). An unusable source (not a pull secret) yields
+/// labels of a namespace (`None` when unknown); `owner_images` the images of a copy's owners,
+/// which decide the entries it holds (DESIGN invariant 12), never the copy's own content. An unusable source (not a pull secret) yields
 /// the error: its copies keep their data, as the CSV reconcile keeps them. Copies are read one
 /// at a time and not kept: a caller may build each from a compact form as it goes.
 pub fn plan_rotation<'l>(
@@ -90,6 +122,7 @@ pub fn plan_rotation<'l>(
     catalogs: &[RotatingCatalog<'_>],
     copies: impl IntoIterator<Item = impl Borrow<Secret>>,
     namespace_labels: impl Fn(&str) -> Option<&'l BTreeMap<String, String>>,
+    owner_images: &impl OwnerImages,
 ) -> Result<RotationPlan, CopyError> {
     let source_name = source.metadata.name.as_deref().unwrap_or_default();
     let source_labels = source_label_values(
@@ -108,7 +141,7 @@ pub fn plan_rotation<'l>(
             }
             let namespace = copy.metadata.namespace.clone().unwrap_or_default();
             let name = copy.metadata.name.clone().unwrap_or_default();
-            match rotation_write(source, rotating, copy, &namespace_labels)? {
+            match rotation_write(source, rotating, copy, &namespace_labels, owner_images)? {
                 Ok(_) => plan.writes.push(RotationWrite {
                     namespace,
                     name,
@@ -139,6 +172,7 @@ pub fn rotation_write<'l>(
     rotating: &RotatingCatalog<'_>,
     copy: &Secret,
     namespace_labels: &impl Fn(&str) -> Option<&'l BTreeMap<String, String>>,
+    owner_images: &impl OwnerImages,
 ) -> Result<Result<Secret, Skip>, CopyError> {
     let catalog = rotating.catalog;
     let source_name = source.metadata.name.as_deref().unwrap_or_default();
@@ -169,7 +203,18 @@ pub fn rotation_write<'l>(
     if owners.is_empty() {
         return Ok(Err(Skip::NoOwner));
     }
-    let desired = desired_copy(source, catalog, source_name, namespace, &owners)?;
+    let scope = if copies_whole(rotating.annotations) {
+        CopyScope::Whole
+    } else {
+        let Some(images) = owner_images.images(namespace, catalog, &owners) else {
+            return Ok(Err(Skip::ImagesUnknown));
+        };
+        CopyScope::of(None, images.iter().map(String::as_str))
+    };
+    let Some(desired) = desired_copy(source, catalog, source_name, namespace, &owners, &scope)?
+    else {
+        return Ok(Err(Skip::NoMatchingEntry));
+    };
     Ok(match plan_copy(Some(copy), &desired) {
         CopyAction::Update {
             secret,
@@ -195,7 +240,8 @@ mod tests {
     use super::*;
     use crate::pull_secrets::copy::{DOCKER_CONFIG_JSON_KEY, DOCKER_CONFIG_JSON_TYPE};
     use crate::pull_secrets::names::{
-        MANAGED_LABEL, NAMESPACE_OPT_OUT_LABEL, PROPAGATE_TO_ANNOTATION, SOURCE_NAME_LABEL,
+        MANAGED_LABEL, NAMESPACE_OPT_OUT_LABEL, PROPAGATE_TO_ANNOTATION,
+        PULL_SECRET_SCOPE_ANNOTATION, PULL_SECRET_SCOPE_WHOLE, SOURCE_NAME_LABEL,
         SOURCE_UID_ANNOTATION,
     };
 
@@ -242,7 +288,9 @@ mod tests {
             SOURCE,
             namespace,
             &[owner],
+            &CopyScope::Whole,
         )
+        .unwrap()
         .unwrap();
         copy.metadata.uid = Some(format!("copy-{namespace}"));
         copy.metadata.resource_version = Some("7".to_owned());
@@ -251,6 +299,18 @@ mod tests {
 
     fn copy(namespace: &str) -> Secret {
         copy_in("examples", namespace)
+    }
+
+    fn unknown(_: &str, _: &CatalogRef, _: &[CsvOwner]) -> Option<Vec<String>> {
+        None
+    }
+
+    /// The opt-out: copies hold the whole source (these tests' data is not even JSON).
+    fn whole() -> BTreeMap<String, String> {
+        BTreeMap::from([(
+            PULL_SECRET_SCOPE_ANNOTATION.to_owned(),
+            PULL_SECRET_SCOPE_WHOLE.to_owned(),
+        )])
     }
 
     fn where_(plan: &RotationPlan) -> (Vec<&str>, Vec<(&str, &Skip)>) {
@@ -275,12 +335,12 @@ mod tests {
             catalog: &examples,
             annotations,
         }];
-        plan_rotation(source, &catalogs, copies, |ns| labels.get(ns))
+        plan_rotation(source, &catalogs, copies, |ns| labels.get(ns), &unknown)
     }
 
-    /// [`plan_with`], no annotations, no namespace labels.
+    /// [`plan_with`], whole copies, no namespace labels.
     fn plan(source: &Secret, copies: &[Secret]) -> RotationPlan {
-        plan_with(source, None, copies, &BTreeMap::new()).unwrap()
+        plan_with(source, Some(&whole()), copies, &BTreeMap::new()).unwrap()
     }
 
     #[test]
@@ -292,12 +352,13 @@ mod tests {
         assert_eq!(plan.writes[0].name, examples.copy_name(SOURCE));
         assert_eq!(plan.writes[0].catalog, examples);
 
+        let whole = whole();
         let rotating = RotatingCatalog {
             catalog: &examples,
-            annotations: None,
+            annotations: Some(&whole),
         };
         let no_labels = |_: &str| None;
-        let secret = rotation_write(&source("v2"), &rotating, &copies[1], &no_labels)
+        let secret = rotation_write(&source("v2"), &rotating, &copies[1], &no_labels, &unknown)
             .unwrap()
             .unwrap();
         assert_eq!(secret.data, Some(data("v2")));
@@ -312,7 +373,7 @@ mod tests {
             copies[1].metadata.owner_references
         );
         assert_eq!(
-            rotation_write(&source("v1"), &rotating, &copies[1], &no_labels).unwrap(),
+            rotation_write(&source("v1"), &rotating, &copies[1], &no_labels, &unknown).unwrap(),
             Err(Skip::InSync),
             "built again from a copy that already has the data, there is nothing to write"
         );
@@ -334,10 +395,11 @@ mod tests {
 
     #[test]
     fn namespaces_without_consent_are_skipped() {
-        let selector = BTreeMap::from([(
+        let mut selector = whole();
+        selector.insert(
             PROPAGATE_TO_ANNOTATION.to_owned(),
             "kubernetes.io/metadata.name in (team-a,team-b)".to_owned(),
-        )]);
+        );
         let labels = BTreeMap::from([(
             "team-b".to_owned(),
             BTreeMap::from([(NAMESPACE_OPT_OUT_LABEL.to_owned(), "disabled".to_owned())]),
@@ -421,8 +483,75 @@ mod tests {
     fn a_source_that_is_no_pull_secret_updates_nothing() {
         let mut opaque = source("v2");
         opaque.type_ = Some("Opaque".to_owned());
-        let result = plan_with(&opaque, None, &[copy("team-a")], &BTreeMap::new());
+        let result = plan_with(&opaque, Some(&whole()), &[copy("team-a")], &BTreeMap::new());
         assert!(matches!(result, Err(CopyError::NotAPullSecret { .. })));
+    }
+
+    /// Two registries, `a.example.com` and `b.example.com`, with password `password`.
+    fn two_registries(password: &str) -> String {
+        format!(
+            r#"{{"auths":{{"a.example.com":{{"username":"u","password":"{password}"}},"b.example.com":{{"username":"u","password":"{password}"}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn scoped_copies_take_only_the_entries_their_owners_images_need() {
+        let examples = catalog("examples");
+        let owner = CsvOwner {
+            name: "op.v1".to_owned(),
+            uid: "csv-team-a".to_owned(),
+        };
+        let on_a = CopyScope::of(None, ["a.example.com/op/controller:v1"]);
+        let mut copy = desired_copy(
+            &source(&two_registries("old")),
+            &examples,
+            SOURCE,
+            "team-a",
+            std::slice::from_ref(&owner),
+            &on_a,
+        )
+        .unwrap()
+        .unwrap();
+        copy.metadata.uid = Some("copy-team-a".to_owned());
+        // Someone who can edit Secrets in the namespace adds the other registry's key: the
+        // rotation does not take the hint, the owners' images decide.
+        let mut widened = copy.clone();
+        widened.data = Some(data(&two_registries("junk")));
+        let rotating = RotatingCatalog {
+            catalog: &examples,
+            annotations: None,
+        };
+        let no_labels = |_: &str| None;
+        let images = |ns: &str, catalog: &CatalogRef, owners: &[CsvOwner]| {
+            assert_eq!(
+                (ns, catalog, owners),
+                ("team-a", &examples, &[owner.clone()][..])
+            );
+            Some(vec!["a.example.com/op/controller:v1".to_owned()])
+        };
+        let new = source(&two_registries("new"));
+        for copy in [&copy, &widened] {
+            let written = rotation_write(&new, &rotating, copy, &no_labels, &images)
+                .unwrap()
+                .unwrap();
+            let data = written.data.unwrap();
+            let text = std::str::from_utf8(&data[DOCKER_CONFIG_JSON_KEY].0).unwrap();
+            assert_eq!(
+                text,
+                r#"{"auths":{"a.example.com":{"password":"new","username":"u"}}}"#
+            );
+        }
+
+        let elsewhere =
+            |_: &str, _: &CatalogRef, _: &[CsvOwner]| Some(vec!["quay.io/other/op:v1".to_owned()]);
+        assert_eq!(
+            rotation_write(&new, &rotating, &copy, &no_labels, &elsewhere).unwrap(),
+            Err(Skip::NoMatchingEntry)
+        );
+        assert_eq!(
+            rotation_write(&new, &rotating, &copy, &no_labels, &unknown).unwrap(),
+            Err(Skip::ImagesUnknown)
+        );
     }
 
     #[test]

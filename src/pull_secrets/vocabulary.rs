@@ -15,6 +15,15 @@ pub const CONDITION_PULL_SECRET_SOURCE_MISSING: &str = "PullSecretSourceMissing"
 /// credentials (preflight). `True` is the normal state.
 pub const CONDITION_PULL_CREDENTIALS_READY: &str = "PullCredentialsReady";
 
+/// Condition on a Subscription: what the copies hold, per source secret (registry keys only),
+/// and which sources were left out because no image needs them. `True` when copies are scoped
+/// to the operators' images (DESIGN invariant 12), `False` when the CatalogSource opted out.
+pub const CONDITION_PULL_SECRETS_SCOPED: &str = "PullSecretsScoped";
+
+/// `PullSecretsScoped=True`.
+pub const REASON_SCOPED_TO_IMAGES: &str = "ScopedToImages";
+/// `PullSecretsScoped=False`: the CatalogSource's `opcat.dev/pull-secret-scope: whole`.
+pub const REASON_WHOLE_SECRETS_COPIED: &str = "WholeSecretsCopied";
 /// `PullSecretConflict=True`: a foreign Secret holds the name.
 pub const REASON_SECRET_NAME_IN_USE: &str = "SecretNameInUse";
 /// `PullSecretConflict=False`.

@@ -143,7 +143,7 @@ impl fmt::Display for UnusableEntry {
 }
 
 /// Why a dockerconfig document cannot be read. Never contains secret values.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     /// Not JSON at all.
     #[error("{format} is not valid JSON (syntax error at line {line}, column {column})", format = .format.data_key())]

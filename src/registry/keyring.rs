@@ -102,6 +102,43 @@ impl RegistryKey {
     }
 }
 
+/// An image as the matcher sees it: canonical host, port, `/`-prefixed repository path.
+struct Target {
+    host: String,
+    port: String,
+    path: String,
+}
+
+impl Target {
+    fn of(image: &ImageRef) -> Target {
+        let (host, port) = split_host_port(image.registry());
+        Target {
+            host: canonical_host(&host.to_ascii_lowercase()),
+            port,
+            path: format!("/{}", image.repository()),
+        }
+    }
+
+    fn matched_by(&self, key: &RegistryKey) -> bool {
+        key.matches(&self.host, &self.port, &self.path)
+    }
+}
+
+/// Whether the dockerconfig registry key `raw_key` (as written in a pull secret) applies to
+/// `image`, by the same rules [`Keyring::lookup`] follows: the kubelet's. Used to keep only the
+/// entries of a pull secret that some image needs.
+pub fn key_matches(raw_key: &str, image: &ImageRef) -> bool {
+    Target::of(image).matched_by(&RegistryKey::parse(raw_key))
+}
+
+/// Whether `raw_key` applies to at least one of `images`.
+pub fn key_matches_any(raw_key: &str, images: &[ImageRef]) -> bool {
+    let key = RegistryKey::parse(raw_key);
+    images
+        .iter()
+        .any(|image| Target::of(image).matched_by(&key))
+}
+
 /// Splits `host:port`, `[v6]:port`, `[v6]` or `host` (Go's `net.SplitHostPort`, lenient).
 fn split_host_port(authority: &str) -> (String, String) {
     if let Some(rest) = authority.strip_prefix('[')
@@ -290,12 +327,10 @@ impl Keyring {
 
     /// The credentials that apply to `image`, in the order the kubelet tries them.
     pub fn lookup(&self, image: &ImageRef) -> Vec<MatchedCredential<'_>> {
-        let (host, port) = split_host_port(image.registry());
-        let host = canonical_host(&host.to_ascii_lowercase());
-        let path = format!("/{}", image.repository());
+        let target = Target::of(image);
         self.entries
             .iter()
-            .filter(|entry| entry.key.matches(&host, &port, &path))
+            .filter(|entry| target.matched_by(&entry.key))
             .map(|entry| MatchedCredential {
                 secret: &entry.secret,
                 key: &entry.key.text,

@@ -165,6 +165,7 @@ async fn run(
                     namespace,
                     observe::namespace_labels(context, namespace).as_ref(),
                 ),
+                copy_whole: propagation::copy_whole(Some(&**catalog_source)),
             };
             Some(inputs.plan(namespace, now.0, &state.restore_policy))
         }

@@ -322,6 +322,7 @@ async fn propagation_inputs(
         secrets,
         service_accounts,
         scope,
+        copy_whole: propagation::copy_whole(read.catalog_source.as_deref()),
     })
 }
 

@@ -34,7 +34,7 @@ use kube::{Resource, ResourceExt};
 
 use super::copies;
 use super::events::reference;
-use super::observe::namespace_labels;
+use super::observe::{catalog_of, namespace_labels};
 use super::rotating::Rotating;
 use crate::api::CatalogSource;
 use crate::controller::apply::api_error_kind;
@@ -44,7 +44,7 @@ use crate::controller::source_secrets::{SecretKey, SourceState};
 use crate::controller::stored_copy::StoredCopy;
 use crate::pull_secrets::vocabulary::EVENT_PULL_SECRET_ROTATED;
 use crate::pull_secrets::{
-    CatalogRef, RotatingCatalog, RotationWrite, plan_rotation, rotation_write,
+    CatalogRef, CsvOwner, RotatingCatalog, RotationWrite, plan_rotation, rotation_write,
 };
 
 const ACTION: &str = "PropagatePullSecrets";
@@ -116,6 +116,9 @@ async fn rotate(context: &Context, echoes: &Echoes, key: &SecretKey) {
         &catalogs,
         copies.iter().map(|copy| copy.to_secret()),
         |namespace| namespaces.get(namespace).and_then(Option::as_ref),
+        &|namespace: &str, catalog: &CatalogRef, owners: &[CsvOwner]| {
+            owner_images(context, namespace, catalog, owners)
+        },
     ) {
         Ok(plan) => plan,
         // Not a pull secret (any more): the CSV reconcile reports it; copies keep their data.
@@ -222,6 +225,29 @@ async fn observed(context: &Context, mut replaced: Vec<Replaced>) {
     }
 }
 
+/// The images of a copy's `owners`: the CSVs of that name and uid in `namespace` that come
+/// from `catalog` (read from the CSV store, never from the copy, which anyone who may edit
+/// Secrets in the namespace can change). `None` when one of them is not such a CSV.
+fn owner_images(
+    context: &Context,
+    namespace: &str,
+    catalog: &CatalogRef,
+    owners: &[CsvOwner],
+) -> Option<Vec<String>> {
+    let csvs = context.stores.namespaced.csvs.in_namespace(namespace);
+    let mut images = Vec::new();
+    for owner in owners {
+        let csv = csvs.iter().find(|csv| {
+            csv.name_any() == owner.name && csv.uid().as_deref() == Some(owner.uid.as_str())
+        })?;
+        if catalog_of(&**csv).as_ref() != Some(catalog) {
+            return None;
+        }
+        images.extend(crate::bundle::spec_images(&csv.spec));
+    }
+    Some(images)
+}
+
 /// The CatalogSources in the source's namespace that list it and are not being deleted.
 fn listing_catalogs(context: &Context, key: &SecretKey) -> Vec<Arc<CatalogSource>> {
     let mut catalogs: Vec<Arc<CatalogSource>> = context
@@ -259,7 +285,10 @@ impl Rotation<'_> {
             .find(|rotating| *rotating.catalog == write.catalog)?;
         let labels = namespace_labels(context, &write.namespace);
         let labels_of = |_: &str| labels.as_ref();
-        match rotation_write(self.source, rotating, &copy, &labels_of) {
+        let images = |namespace: &str, catalog: &CatalogRef, owners: &[CsvOwner]| {
+            owner_images(context, namespace, catalog, owners)
+        };
+        match rotation_write(self.source, rotating, &copy, &labels_of, &images) {
             Ok(Ok(secret)) => Some(secret),
             Ok(Err(why)) => {
                 tracing::debug!(namespace = %write.namespace, copy = %write.name, why = ?why, "copy changed since the plan; left to the CSV reconcile");

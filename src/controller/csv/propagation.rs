@@ -40,6 +40,8 @@ pub struct PropagationInputs {
     pub service_accounts: Vec<ServiceAccount>,
     /// Consent.
     pub scope: Result<(), NotPropagated>,
+    /// The CatalogSource opted out of scoping: copies hold whole secrets.
+    pub copy_whole: bool,
 }
 
 impl PropagationInputs {
@@ -54,6 +56,7 @@ impl PropagationInputs {
             secrets: &self.secrets,
             service_accounts: &self.service_accounts,
             scope: &self.scope,
+            copy_whole: self.copy_whole,
             now,
             restore_policy: policy,
         })
@@ -98,13 +101,22 @@ pub fn spec_service_accounts(csv: &ClusterServiceVersion) -> BTreeSet<String> {
     crate::bundle::service_accounts(&bundle).used
 }
 
-/// `csv` as an installed CSV using `service_accounts`.
+/// `csv` as an installed CSV using `service_accounts`, with the images of its spec (the
+/// bundle's: opcat writes the CSV from it), the same whichever CSV of the namespace reconciles.
 pub fn installed(csv: &ClusterServiceVersion, service_accounts: BTreeSet<String>) -> InstalledCsv {
     InstalledCsv {
         name: csv.name_any(),
         uid: csv.uid().unwrap_or_default(),
         service_accounts,
+        images: crate::bundle::csv_images(csv),
     }
+}
+
+/// Whether `catalog_source` opted out of scoping (none: copies stay scoped).
+pub fn copy_whole(catalog_source: Option<&CatalogSource>) -> bool {
+    crate::pull_secrets::copies_whole(
+        catalog_source.and_then(|catalog_source| catalog_source.metadata.annotations.as_ref()),
+    )
 }
 
 /// Adds to each CSV the ServiceAccounts among `read` that opcat created for it.
@@ -182,6 +194,7 @@ mod tests {
             name: "op.v1".to_owned(),
             uid: "u".to_owned(),
             service_accounts: BTreeSet::from(["default".to_owned()]),
+            images: BTreeSet::new(),
         }];
         let read = [
             sa("manifest-sa", Some(ownership_labels("op.v1", "ns"))),

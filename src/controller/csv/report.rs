@@ -4,7 +4,8 @@
 //!
 //! Format: a JSON list of Subscription conditions (`type`, `status`, `reason`, `message`;
 //! no times — the Subscription reconciler stamps them), sorted by type. Types:
-//! `PullSecretConflict`, `PullSecretsNotPropagated`, `PullSecretSourceMissing` and, once the
+//! `PullSecretConflict`, `PullSecretsNotPropagated`, `PullSecretSourceMissing`,
+//! `PullSecretsScoped` (the registries each copy holds, the sources left out) and, once the
 //! preflight ran, `PullCredentialsReady`. Nothing in it is secret data: only names, namespaces,
 //! registries and reasons.
 

@@ -59,6 +59,49 @@ impl Fingerprint {
     fn of_secret(secret: &Secret) -> Self {
         Self::of(secret.data.as_ref())
     }
+
+    fn of_bytes(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+}
+
+/// What a copy must carry to be up to date with its source: the source's data as a whole (a
+/// copy of the whole secret), or each registry entry it holds as the source has it (a copy
+/// scoped to the registries its operators need, DESIGN invariant 12).
+#[derive(Clone, Debug)]
+struct SourceData {
+    whole: Fingerprint,
+    entries: BTreeMap<String, Fingerprint>,
+}
+
+impl SourceData {
+    fn of(secret: &Secret) -> Self {
+        Self {
+            whole: Fingerprint::of_secret(secret),
+            entries: entry_prints(secret).unwrap_or_default(),
+        }
+    }
+
+    fn carried_by(&self, copy: &Secret) -> bool {
+        Fingerprint::of_secret(copy) == self.whole
+            || entry_prints(copy).is_some_and(|entries| {
+                !entries.is_empty()
+                    && entries
+                        .iter()
+                        .all(|(key, print)| self.entries.get(key) == Some(print))
+            })
+    }
+}
+
+/// A fingerprint of each registry entry of a pull secret, by registry key.
+fn entry_prints(secret: &Secret) -> Option<BTreeMap<String, Fingerprint>> {
+    let entries = crate::pull_secrets::scoping::canonical_entries(secret)?;
+    Some(
+        entries
+            .into_iter()
+            .map(|(key, entry)| (key, Fingerprint::of_bytes(&entry)))
+            .collect(),
+    )
 }
 
 impl fmt::Debug for Fingerprint {
@@ -85,7 +128,7 @@ fn copy_key(copy: &Secret) -> CopyKey {
 #[derive(Debug)]
 struct Pending {
     source: SecretKey,
-    data: Fingerprint,
+    data: SourceData,
     /// Copies that still carry other data.
     outdated: BTreeSet<CopyKey>,
     /// Whether any copy was seen with the new data.
@@ -122,13 +165,14 @@ impl Rotations {
             // last usable data is kept: a source recreated with other data is a rotation.
             SourceState::Missing | SourceState::Present(_) => return self.abandon(&labels),
         };
-        let data = Fingerprint::of_secret(secret);
-        match self.sources.insert(key.clone(), data) {
+        let whole = Fingerprint::of_secret(secret);
+        match self.sources.insert(key.clone(), whole) {
             // First sight (a start, or a newly referenced source), or a change of metadata only.
             None => return Vec::new(),
-            Some(previous) if previous == data => return Vec::new(),
+            Some(previous) if previous == whole => return Vec::new(),
             Some(_) => {}
         }
+        let data = SourceData::of(secret);
         let mut outdated = BTreeSet::new();
         let mut propagated = false;
         for copy in copies {
@@ -136,7 +180,7 @@ impl Rotations {
             if copy_source_labels(copy).as_ref() != Some(&labels) {
                 continue;
             }
-            if Fingerprint::of_secret(copy) == data {
+            if data.carried_by(copy) {
                 propagated = true;
             } else {
                 outdated.insert(copy_key(copy));
@@ -148,7 +192,7 @@ impl Rotations {
         }
         let pending = self.pending.entry(labels.clone()).or_insert(Pending {
             source: key.clone(),
-            data,
+            data: data.clone(),
             outdated: BTreeSet::new(),
             propagated: false,
         });
@@ -167,7 +211,7 @@ impl Rotations {
         let key = copy_key(copy);
         if deleted {
             pending.outdated.remove(&key);
-        } else if Fingerprint::of_secret(copy) == pending.data {
+        } else if pending.data.carried_by(copy) {
             pending.outdated.remove(&key);
             pending.propagated = true;
         } else {
@@ -348,6 +392,40 @@ mod tests {
         assert!(rotations.pending.is_empty());
         // Later events of copies do nothing.
         assert_eq!(rotations.copy(&copy("team-b", "v2"), false), None);
+    }
+
+    #[test]
+    fn a_copy_scoped_to_some_registries_is_done_when_its_entries_are_the_sources() {
+        let config = |a: &str, b: &str| {
+            format!(
+                r#"{{"auths":{{"a.example.com":{{"auth":"{a}"}},"b.example.com":{{"auth":"{b}"}}}}}}"#
+            )
+        };
+        // A copy holding `a.example.com` only, as opcat writes it (sorted, compact).
+        let scoped = |a: &str| {
+            copy(
+                "team-a",
+                &format!(r#"{{"auths":{{"a.example.com":{{"auth":"{a}"}}}}}}"#),
+            )
+        };
+        let mut rotations = Rotations::default();
+        rotations.source(&key(), &source(&config("YTox", "Yjox")), [scoped("YTox")]);
+        assert_eq!(
+            rotations.source(&key(), &source(&config("YToy", "Yjox")), [scoped("YTox")]),
+            [Change::Observed(key())]
+        );
+        assert_eq!(
+            rotations.copy(&scoped("YTox"), false),
+            None,
+            "its entry is still the old one"
+        );
+        assert_completes(&mut rotations, &scoped("YToy"));
+
+        // A rotation of an entry the copy does not hold: nothing to wait for.
+        assert_eq!(
+            rotations.source(&key(), &source(&config("YToy", "Yjoy")), [scoped("YToy")]),
+            [Change::Observed(key()), Change::Completed(key())]
+        );
     }
 
     #[test]

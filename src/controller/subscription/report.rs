@@ -4,7 +4,7 @@
 //! client). One writer per status (DESIGN invariant 6): the CSV reconciler reports on its own
 //! object, this module copies.
 //!
-//! Only the four pull-secret condition types are mirrored; they are added or updated when the
+//! Only the five pull-secret condition types are mirrored; they are added or updated when the
 //! report has them and removed when it does not. An unreadable report leaves them as they are.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -17,14 +17,16 @@ use crate::controller::keys::csv::PULL_SECRETS_REPORT;
 use crate::pull_secrets::vocabulary::{
     CONDITION_PULL_CREDENTIALS_READY, CONDITION_PULL_SECRET_CONFLICT,
     CONDITION_PULL_SECRET_SOURCE_MISSING, CONDITION_PULL_SECRETS_NOT_PROPAGATED,
+    CONDITION_PULL_SECRETS_SCOPED,
 };
 
 /// The condition types the report may carry.
-pub const MIRRORED_TYPES: [&str; 4] = [
+pub const MIRRORED_TYPES: [&str; 5] = [
     CONDITION_PULL_SECRET_CONFLICT,
     CONDITION_PULL_SECRETS_NOT_PROPAGATED,
     CONDITION_PULL_SECRET_SOURCE_MISSING,
     CONDITION_PULL_CREDENTIALS_READY,
+    CONDITION_PULL_SECRETS_SCOPED,
 ];
 
 /// One condition of the report.

@@ -14,6 +14,7 @@ use crate::pull_secrets::names::{
     SOURCE_UID_ANNOTATION,
 };
 use crate::pull_secrets::owners::CsvOwner;
+use crate::pull_secrets::scoping::CopyScope;
 
 fn owner(name: &str) -> CsvOwner {
     CsvOwner {
@@ -23,7 +24,16 @@ fn owner(name: &str) -> CsvOwner {
 }
 
 fn desired(source_secret: &Secret, owners: &[CsvOwner]) -> Secret {
-    desired_copy(source_secret, &catalog(), "quay-pull", NAMESPACE, owners).expect("pull secret")
+    desired_copy(
+        source_secret,
+        &catalog(),
+        "quay-pull",
+        NAMESPACE,
+        owners,
+        &CopyScope::Whole,
+    )
+    .expect("pull secret")
+    .expect("whole copies are always made")
 }
 
 /// `desired` as the API server returns it after creation: server-set metadata added.
@@ -76,7 +86,15 @@ fn copy_has_same_type_and_data_and_our_marks() {
 fn only_pull_secret_types_are_copied() {
     let mut opaque = source("quay-pull", MARKER);
     opaque.type_ = Some("Opaque".to_owned());
-    let error = desired_copy(&opaque, &catalog(), "quay-pull", NAMESPACE, &[]).unwrap_err();
+    let error = desired_copy(
+        &opaque,
+        &catalog(),
+        "quay-pull",
+        NAMESPACE,
+        &[],
+        &CopyScope::Whole,
+    )
+    .unwrap_err();
     assert!(matches!(error, CopyError::NotAPullSecret { .. }));
     let message = error.to_string();
     assert!(

@@ -9,6 +9,7 @@ mod pod_template;
 mod preflight;
 mod redaction;
 mod scope;
+mod scoping;
 mod service_account;
 
 use std::collections::BTreeMap;
@@ -39,9 +40,11 @@ pub(crate) fn strings(names: &[&str]) -> Vec<String> {
     names.iter().map(|name| (*name).to_owned()).collect()
 }
 
+/// A `.dockerconfigjson` document as opcat writes a copy of it (keys sorted, compact), so that
+/// copies equal their source byte for byte.
 pub(crate) fn dockerconfig(password: &str) -> ByteString {
     let json = format!(
-        r#"{{"auths":{{"registry.example.com":{{"username":"robot","password":"{password}"}}}}}}"#
+        r#"{{"auths":{{"registry.example.com":{{"password":"{password}","username":"robot"}}}}}}"#
     );
     ByteString(json.into_bytes())
 }
@@ -109,11 +112,15 @@ pub(crate) fn entries(sa: &ServiceAccount) -> Vec<String> {
         .collect()
 }
 
+/// The image every [`csv`] runs: on the registry [`dockerconfig`] has credentials for.
+pub(crate) const IMAGE: &str = "registry.example.com/operators/op:v1";
+
 pub(crate) fn csv(name: &str, service_accounts: &[&str]) -> InstalledCsv {
     InstalledCsv {
         name: name.to_owned(),
         uid: format!("uid-csv-{name}"),
         service_accounts: service_accounts.iter().map(|sa| (*sa).to_owned()).collect(),
+        images: [IMAGE.to_owned()].into(),
     }
 }
 
@@ -132,6 +139,8 @@ pub(crate) struct World {
     /// ServiceAccounts of CSVs being uninstalled, still passed to the plan.
     pub leaving_service_accounts: Vec<String>,
     pub scope: Option<NotPropagated>,
+    /// The CatalogSource's opt-out of scoping.
+    pub copy_whole: bool,
     pub now: Timestamp,
     pub policy: RestorePolicy,
     version: u64,
@@ -215,6 +224,7 @@ impl World {
             secrets: &secrets,
             service_accounts: &service_accounts,
             scope: &scope,
+            copy_whole: self.copy_whole,
             now: self.now,
             restore_policy: &self.policy,
         })

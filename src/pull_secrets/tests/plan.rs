@@ -284,9 +284,11 @@ fn source_type_change_recreates_our_copy() {
     world.converge();
     let legacy = world.sources.get_mut("quay-pull").expect("fixture");
     legacy.type_ = Some(DOCKERCFG_TYPE.to_owned());
+    let dockercfg =
+        format!(r#"{{"registry.example.com":{{"password":"{MARKER}","username":"robot"}}}}"#);
     legacy.data = Some(BTreeMap::from([(
         DOCKERCFG_KEY.to_owned(),
-        super::dockerconfig(MARKER),
+        k8s_openapi::ByteString(dockercfg.into_bytes()),
     )]));
     let plan = world.plan();
     assert!(matches!(

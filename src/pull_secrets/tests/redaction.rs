@@ -46,8 +46,10 @@ fn copy_actions_and_redacted_secrets_show_keys_not_values() {
         "quay-pull",
         super::NAMESPACE,
         &[],
+        &crate::pull_secrets::scoping::CopyScope::of(None, [super::IMAGE]),
     )
-    .expect("valid");
+    .expect("valid")
+    .expect("the image needs the secret");
     let rendered = format!("{:?} {:?}", plan_copy(None, &copy), Redacted(&secret));
     assert_no_secret(&rendered);
     assert!(rendered.contains(".dockerconfigjson"), "{rendered}");
