@@ -17,7 +17,7 @@ use crate::controller::stored_copy::StoredCopy;
 use crate::controller::stored_namespace::StoredNamespace;
 use crate::controller::stored_object::{StoredCsv, StoredSubscription};
 use crate::controller::stores::Indexed;
-use crate::pull_secrets::names::PROPAGATE_TO_ANNOTATION;
+use crate::pull_secrets::names::{PROPAGATE_TO_ANNOTATION, PULL_SECRET_SCOPE_ANNOTATION};
 use crate::pull_secrets::owners::is_csv_owner;
 
 type Refs = Vec<ObjectRef<StoredCsv>>;
@@ -101,12 +101,13 @@ pub fn from_catalog(csvs: &Indexed<StoredCsv>, namespace: &str, name: &str) -> R
     }))
 }
 
-/// What of a CatalogSource concerns its CSVs: `spec.secrets` and the propagation selector.
-/// Status updates (every poll) do not.
+/// What of a CatalogSource concerns its CSVs: `spec.secrets`, the propagation selector and the
+/// pull-secret scope (whole copies or not). Status updates (every poll) do not.
 pub fn catalog_fingerprint(catalog: &CatalogSource) -> String {
     let selector = catalog.annotations().get(PROPAGATE_TO_ANNOTATION);
+    let scope = catalog.annotations().get(PULL_SECRET_SCOPE_ANNOTATION);
     let secrets: Vec<&str> = catalog.spec.secret_names().collect();
-    serde_json::json!([secrets, selector]).to_string()
+    serde_json::json!([secrets, selector, scope]).to_string()
 }
 
 /// What of a Subscription concerns its CSVs: `spec.config`. Status updates (the Subscription
