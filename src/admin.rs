@@ -8,12 +8,14 @@
 //! - `/readyz`: 200 when the replica is useful: leading (or running without leader election)
 //!   with every watch synced, or a standby that has read the leader Lease and can take over.
 //!   503 while starting, while a new leader's watches sync, and from the moment shutdown
-//!   begins. The body says which.
+//!   begins. The body says which, and on a second line whether this replica serves the
+//!   package API ([`PackageApiReadiness`]): that line never changes the status code (a standby
+//!   is ready but serves nothing; the package API's Service follows the serving label).
 //! - `/metrics`: [`Metrics::encode`], OpenMetrics text.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::extract::State;
@@ -24,6 +26,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::metrics::Metrics;
+use crate::package_server::PackageServer;
 
 /// The content type of `/metrics`.
 pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -72,16 +75,77 @@ impl Phase {
     }
 }
 
+/// Whether this replica serves the package API, as `/readyz` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PackageApiReadiness {
+    /// Not configured (`--disable-package-api`, or outside a pod without
+    /// `--package-api-namespace`).
+    Disabled,
+    /// Catalogs, a trusted serving certificate and the front-proxy configuration are all
+    /// loaded: requests get answers.
+    Serving,
+    /// Requests get 503 (or no handshake); what is missing.
+    NotServing(Vec<&'static str>),
+}
+
+impl PackageApiReadiness {
+    /// The state of `server` (`None`: disabled).
+    pub fn of(server: Option<&PackageServer>) -> Self {
+        let Some(server) = server else {
+            return Self::Disabled;
+        };
+        let mut missing = Vec::new();
+        if !server.is_publishing() {
+            missing.push("no catalogs loaded (a standby, or the leader is still loading them)");
+        }
+        if !server.has_certificate() {
+            missing.push("no serving certificate trusted by the APIService yet");
+        }
+        if !server.has_auth_config() {
+            missing.push(
+                "no front-proxy authentication configuration \
+                 (ConfigMap kube-system/extension-apiserver-authentication) yet",
+            );
+        }
+        if missing.is_empty() {
+            Self::Serving
+        } else {
+            Self::NotServing(missing)
+        }
+    }
+
+    /// The `/readyz` line.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Disabled => "package API: disabled".to_owned(),
+            Self::Serving => "package API: serving".to_owned(),
+            Self::NotServing(missing) => {
+                format!("package API: not serving: {}", missing.join("; "))
+            }
+        }
+    }
+}
+
 /// The replica's phase, shared by the admin server, the leader elector and the manager.
-#[derive(Debug)]
 pub struct Health {
     phase: AtomicU8,
+    package_api: OnceLock<Arc<PackageServer>>,
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health")
+            .field("phase", &self.phase())
+            .field("package_api", &self.package_api())
+            .finish()
+    }
 }
 
 impl Default for Health {
     fn default() -> Self {
         Self {
             phase: AtomicU8::new(Phase::Starting as u8),
+            package_api: OnceLock::new(),
         }
     }
 }
@@ -99,6 +163,17 @@ impl Health {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
                 (current != Phase::ShuttingDown as u8).then_some(phase as u8)
             });
+    }
+
+    /// Reports `server`'s state on `/readyz` from now on (set once; without it the package
+    /// API is reported disabled).
+    pub fn watch_package_api(&self, server: Arc<PackageServer>) {
+        let _ = self.package_api.set(server);
+    }
+
+    /// Whether this replica serves the package API.
+    pub fn package_api(&self) -> PackageApiReadiness {
+        PackageApiReadiness::of(self.package_api.get().map(Arc::as_ref))
     }
 
     /// Marks the start of shutdown: `/readyz` answers 503 from now on.
@@ -187,7 +262,8 @@ async fn readyz(State(state): State<AdminState>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, format!("{}\n", phase.describe())).into_response()
+    let package_api = state.health.package_api().describe();
+    (status, format!("{}\n{package_api}\n", phase.describe())).into_response()
 }
 
 async fn metrics_text(State(state): State<AdminState>) -> Response {
@@ -200,7 +276,12 @@ async fn metrics_text(State(state): State<AdminState>) -> Response {
 
 #[cfg(test)]
 mod tests {
+    use futures::future::BoxFuture;
+    use k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec;
+
     use super::*;
+    use crate::package_server::reviews::{AccessDecision, ReviewError, Reviewer, UserInfo};
+    use crate::package_server::storage::{Catalogs, Served};
 
     #[test]
     fn shutdown_is_final() {
@@ -243,6 +324,60 @@ mod tests {
         assert_eq!(status, 200);
         assert!(body.contains("# TYPE opcat_leader gauge"), "{body}");
         assert_eq!(get("/nope").await.0, 404);
+    }
+
+    struct NoReviews;
+
+    impl Reviewer for NoReviews {
+        fn token_review(&self, _: &str) -> BoxFuture<'_, Result<Option<UserInfo>, ReviewError>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn access_review(
+            &self,
+            _: SubjectAccessReviewSpec,
+        ) -> BoxFuture<'_, Result<AccessDecision, ReviewError>> {
+            let denied = AccessDecision {
+                allowed: false,
+                reason: String::new(),
+            };
+            Box::pin(async { Ok(denied) })
+        }
+    }
+
+    struct NoCatalogs;
+
+    impl Catalogs for NoCatalogs {
+        fn in_namespace(&self, _: &str) -> Vec<Served> {
+            Vec::new()
+        }
+        fn all(&self) -> Vec<Served> {
+            Vec::new()
+        }
+        fn global_namespace(&self) -> &str {
+            "olm"
+        }
+    }
+
+    #[test]
+    fn readiness_names_what_the_package_api_lacks() {
+        let health = Health::default();
+        assert_eq!(health.package_api().describe(), "package API: disabled");
+        let server = PackageServer::new(Arc::new(NoReviews));
+        health.watch_package_api(server.clone());
+        let line = health.package_api().describe();
+        assert!(
+            line.starts_with("package API: not serving: no catalogs"),
+            "{line}"
+        );
+        assert!(line.contains("no serving certificate"), "{line}");
+        assert!(
+            line.contains("extension-apiserver-authentication"),
+            "{line}"
+        );
+        server.publish(Arc::new(NoCatalogs));
+        let line = health.package_api().describe();
+        assert!(!line.contains("no catalogs"), "{line}");
+        assert!(line.contains("no serving certificate"), "{line}");
     }
 
     /// A minimal HTTP/1.1 GET (the library has no HTTP client of its own to spare).

@@ -94,6 +94,7 @@ pub async fn execute(args: Args) -> CliResult {
     check_olm(&client, args.allow_olm_coexistence).await?;
     let package_api = package_listener.map(|(namespace, listener)| {
         let server = PackageServer::new(Arc::new(KubeReviewer::new(client.clone())));
+        health.watch_package_api(server.clone());
         let serving = server.clone();
         // Serves until the process exits: a stopping leader still answers while it leaves the
         // Service (the term removes its pod's label first).
