@@ -567,7 +567,21 @@ async fn a_catalog_push_changes_what_the_api_returns_and_a_standby_answers_503()
             .unwrap()
             .to_owned()
     };
+    let listed_etcd = async || {
+        let listed = api.list(&ListParams::default()).await.unwrap();
+        listed
+            .items
+            .into_iter()
+            .find(|item| item.metadata.name.as_deref() == Some("etcd"))
+            .unwrap()
+    };
     assert_eq!(head(api.get("etcd").await.unwrap()), "etcd.v1.0.0");
+    assert_eq!(head(listed_etcd().await), "etcd.v1.0.0");
+    assert_eq!(
+        head(listed_etcd().await),
+        "etcd.v1.0.0",
+        "kept, still right"
+    );
     server.catalogs.set(
         "olm",
         "operatorhub",
@@ -576,6 +590,30 @@ async fn a_catalog_push_changes_what_the_api_returns_and_a_standby_answers_503()
         catalog(&global_catalog("etcd.v1.1.0")),
     );
     assert_eq!(head(api.get("etcd").await.unwrap()), "etcd.v1.1.0");
+    assert_eq!(head(listed_etcd().await), "etcd.v1.1.0");
+
+    // The same loaded catalog under a CatalogSource renamed for display: the manifests kept
+    // for the catalog follow the CatalogSource.
+    let same = server
+        .catalogs
+        .served
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(source, _)| source.metadata.name.as_deref() == Some("operatorhub"))
+        .map(|(_, catalog)| catalog.clone())
+        .unwrap();
+    server
+        .catalogs
+        .set("olm", "operatorhub", "Renamed Operators", 0, same);
+    assert_eq!(
+        listed_etcd().await.data["status"]["catalogSourceDisplayName"],
+        "Renamed Operators"
+    );
+    assert_eq!(
+        api.get("etcd").await.unwrap().data["status"]["catalogSourceDisplayName"],
+        "Renamed Operators"
+    );
 
     server.server.withdraw();
     let error = api.get("etcd").await.unwrap_err();

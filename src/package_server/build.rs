@@ -17,6 +17,7 @@
 //! icon subresource reads them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
@@ -96,7 +97,7 @@ pub fn package_manifest(source: &CatalogSource, package: &fbc::Package) -> Optio
             ..ObjectMeta::default()
         },
         spec: PackageManifestSpec {},
-        status: PackageManifestStatus {
+        status: Arc::new(PackageManifestStatus {
             catalog_source: source.name_any(),
             catalog_source_display_name: source.spec.display_name.clone().unwrap_or_default(),
             catalog_source_publisher: source.spec.publisher.clone().unwrap_or_default(),
@@ -106,7 +107,7 @@ pub fn package_manifest(source: &CatalogSource, package: &fbc::Package) -> Optio
             deprecation: deprecation(package.deprecation.as_deref()),
             channels,
             default_channel,
-        },
+        }),
     })
 }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::authn::{AuthnError, authenticate};
 use super::authz::authorize;
+use super::memo::Memo;
 use super::request::{Form, ResourceRequest, Target, classify, negotiate};
 use super::selector::{LabelSelector, parse_field_selector};
 use super::status::ApiError;
@@ -88,9 +89,14 @@ impl PackageServer {
             .unwrap_or_default();
         match target {
             Target::NonResource { path, verb } => non_resource(&path, &verb, accept),
-            Target::Resource(request) => {
-                resource(catalogs.as_ref(), &request, accept, &param, headers)
-            }
+            Target::Resource(request) => resource(
+                catalogs.as_ref(),
+                &self.memo,
+                &request,
+                accept,
+                &param,
+                headers,
+            ),
         }
     }
 }
@@ -146,6 +152,7 @@ fn non_resource(path: &str, verb: &str, accept: &str) -> Result<Response<Body>, 
 
 fn resource<'a>(
     catalogs: &dyn Catalogs,
+    memo: &Memo,
     request: &ResourceRequest,
     accept: &str,
     param: &impl Fn(&str) -> Option<&'a str>,
@@ -182,8 +189,8 @@ fn resource<'a>(
     let now = Timestamp::now();
     if request.verb == "get" {
         let namespace = request.namespace.as_deref().unwrap_or_default();
-        let manifest =
-            storage::get(catalogs, namespace, name).ok_or_else(|| ApiError::not_found(name))?;
+        let manifest = storage::get(catalogs, memo, namespace, name)
+            .ok_or_else(|| ApiError::not_found(name))?;
         return Ok(match form {
             Form::Table(version) => json_response(&table(
                 std::slice::from_ref(&manifest),
@@ -203,6 +210,7 @@ fn resource<'a>(
     let name = name_from_fields(&fields).map_err(|error| ApiError::bad_request(error.0))?;
     let list = storage::list(
         catalogs,
+        memo,
         &ListQuery {
             namespace: request.namespace.clone(),
             labels,

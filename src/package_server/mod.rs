@@ -1,12 +1,14 @@
 //! The PackageManifest API (`packages.operators.coreos.com/v1`), served by opcat itself as an
 //! aggregated API server, as OLM's packageserver serves it (`operator-lifecycle-manager:
 //! pkg/package-server/`): read-only (get, list, the `icon` subresource; no watch), built at
-//! request time from the catalogs the controller has loaded for resolution.
+//! request time from the catalogs the controller has loaded for resolution (the manifests are
+//! kept until their catalog changes: [`memo`]).
 //!
 //! Split by job, pure at the bottom:
 //! - [`types`]: the API types and their JSON; [`describe`] and [`build`]: a PackageManifest
 //!   from a catalog's package and its CatalogSource; [`selector`]: label and field selectors;
-//!   [`storage`]: get, list and icon over the loaded catalogs; [`table`], [`discovery`],
+//!   [`storage`]: get, list and icon over the loaded catalogs, [`memo`]: the manifests built
+//!   from each, kept until it changes; [`table`], [`discovery`],
 //!   [`openapi`], [`status`]: what a Kubernetes API server answers besides objects;
 //!   [`request`]: what a request asks (authorizer attributes, media type);
 //! - [`auth_config`] (the cluster's `extension-apiserver-authentication` ConfigMap), [`authn`]
@@ -29,6 +31,7 @@ pub mod build;
 pub mod describe;
 pub mod discovery;
 pub mod handlers;
+pub mod memo;
 pub mod openapi;
 pub mod request;
 pub mod reviews;
@@ -60,6 +63,7 @@ pub struct PackageServer {
     reviewer: Arc<dyn Reviewer>,
     tokens: TokenCache,
     access: AccessCache,
+    memo: memo::Memo,
 }
 
 impl PackageServer {
@@ -74,11 +78,13 @@ impl PackageServer {
             reviewer,
             tokens: TokenCache::default(),
             access: AccessCache::default(),
+            memo: memo::Memo::default(),
         })
     }
 
     /// Serves `catalogs` from now on.
     pub fn publish(&self, catalogs: Arc<dyn Catalogs>) {
+        self.memo.clear();
         if let Ok(mut current) = self.catalogs.write() {
             *current = Some(catalogs);
         }
@@ -89,6 +95,7 @@ impl PackageServer {
         if let Ok(mut current) = self.catalogs.write() {
             *current = None;
         }
+        self.memo.clear();
     }
 
     /// Whether catalogs are published.

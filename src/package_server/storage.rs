@@ -17,13 +17,15 @@
 //! first, as the resolver prefers), then CatalogSource name. The same package in two catalogs
 //! of one namespace is two items of the same name, as in packageserver.
 //!
-//! Everything is built at request time from the catalogs opcat holds for resolution: nothing
-//! is copied or cached between requests.
+//! Manifests are built from the catalogs opcat holds for resolution and kept until the catalog
+//! or its CatalogSource changes ([`super::memo`]); the icon is built at request time.
 
 use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::build::package_manifest;
+use super::memo::Memo;
 use super::selector::{FieldRequirement, LabelSelector};
 use super::types::{API_VERSION, LIST_KIND, PackageManifest, PackageManifestList};
 use crate::api::CatalogSource;
@@ -137,25 +139,26 @@ fn visible(catalogs: &dyn Catalogs, namespace: Option<&str>) -> Vec<(usize, Serv
     sources
 }
 
-/// Lists PackageManifests (icons stripped).
-pub fn list(catalogs: &dyn Catalogs, query: &ListQuery) -> PackageManifestList {
+/// Lists PackageManifests (icons stripped), from the manifests `memo` keeps.
+pub fn list(catalogs: &dyn Catalogs, memo: &Memo, query: &ListQuery) -> PackageManifestList {
     let sources = visible(catalogs, query.namespace.as_deref());
+    let no_labels = BTreeMap::new();
     let mut items: Vec<(usize, usize, PackageManifest)> = Vec::new();
     for (position, (rank, served)) in sources.iter().enumerate() {
-        let catalog = served.catalog.catalog();
-        let packages: Box<dyn Iterator<Item = &crate::fbc::Package>> = match &query.name {
-            Some(name) => Box::new(catalog.package(name).into_iter()),
-            None => Box::new(catalog.packages()),
+        let built = memo.built(served);
+        let selected: Box<dyn Iterator<Item = &PackageManifest>> = match &query.name {
+            Some(name) => Box::new(built.manifest(name).into_iter()),
+            None => Box::new(built.manifests.iter()),
         };
-        for package in packages {
-            let Some(mut manifest) = package_manifest(&served.source, package) else {
-                continue;
-            };
-            let labels = manifest.metadata.labels.clone().unwrap_or_default();
-            if !query.labels.matches(&labels) {
+        for manifest in selected {
+            if !query
+                .labels
+                .matches(manifest.metadata.labels.as_ref().unwrap_or(&no_labels))
+            {
                 continue;
             }
-            strip_icons(&mut manifest);
+            // Cheap: the status is shared, only the metadata is copied.
+            let mut manifest = manifest.clone();
             if let Some(namespace) = &query.namespace {
                 manifest.metadata.namespace = Some(namespace.clone());
             }
@@ -163,10 +166,9 @@ pub fn list(catalogs: &dyn Catalogs, query: &ListQuery) -> PackageManifestList {
         }
     }
     items.sort_by(|(rank_a, position_a, a), (rank_b, position_b, b)| {
-        let namespace = |m: &PackageManifest| m.metadata.namespace.clone().unwrap_or_default();
         rank_a
             .cmp(rank_b)
-            .then_with(|| namespace(a).cmp(&namespace(b)))
+            .then_with(|| a.metadata.namespace.cmp(&b.metadata.namespace))
             .then_with(|| a.metadata.name.cmp(&b.metadata.name))
             .then_with(|| position_a.cmp(position_b))
     });
@@ -178,8 +180,8 @@ pub fn list(catalogs: &dyn Catalogs, query: &ListQuery) -> PackageManifestList {
     }
 }
 
-/// Gets the PackageManifest `name` as seen from `namespace`, icons kept (callers strip them
-/// or serve them).
+/// Gets the PackageManifest `name` as seen from `namespace`, icons kept (for the icon
+/// subresource: built now, not kept).
 fn find(catalogs: &dyn Catalogs, namespace: &str, name: &str) -> Option<PackageManifest> {
     for (_, served) in visible(catalogs, Some(namespace)) {
         let Some(package) = served.catalog.catalog().package(name) else {
@@ -193,11 +195,24 @@ fn find(catalogs: &dyn Catalogs, namespace: &str, name: &str) -> Option<PackageM
     None
 }
 
-/// Gets one PackageManifest (icons stripped).
-pub fn get(catalogs: &dyn Catalogs, namespace: &str, name: &str) -> Option<PackageManifest> {
-    let mut manifest = find(catalogs, namespace, name)?;
-    strip_icons(&mut manifest);
-    Some(manifest)
+/// Gets one PackageManifest (icons stripped), from the manifests `memo` keeps.
+pub fn get(
+    catalogs: &dyn Catalogs,
+    memo: &Memo,
+    namespace: &str,
+    name: &str,
+) -> Option<PackageManifest> {
+    for (_, served) in visible(catalogs, Some(namespace)) {
+        if served.catalog.catalog().package(name).is_none() {
+            continue;
+        }
+        if let Some(manifest) = memo.built(&served).manifest(name) {
+            let mut manifest = manifest.clone();
+            manifest.metadata.namespace = Some(namespace.to_owned());
+            return Some(manifest);
+        }
+    }
+    None
 }
 
 /// An icon answer.
@@ -246,8 +261,9 @@ fn base64_lenient(text: &str) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-fn strip_icons(manifest: &mut PackageManifest) {
-    for channel in &mut manifest.status.channels {
+/// Leaves the icons out (get and list answers).
+pub(super) fn strip_icons(manifest: &mut PackageManifest) {
+    for channel in &mut Arc::make_mut(&mut manifest.status).channels {
         channel.current_csv_desc.icon.clear();
     }
 }

@@ -7,6 +7,7 @@
 //! packageserver's generated OpenAPI names them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use schemars::JsonSchema;
@@ -49,7 +50,9 @@ pub struct PackageManifest {
     /// PackageManifestSpec defines the desired state of PackageManifest (always empty).
     pub spec: PackageManifestSpec,
     /// PackageManifestStatus represents the current status of the PackageManifest.
-    pub status: PackageManifestStatus,
+    ///
+    /// (Shared: the manifests kept between requests are copied into every answer.)
+    pub status: Arc<PackageManifestStatus>,
 }
 
 /// PackageManifestList is a list of PackageManifest objects.
