@@ -154,7 +154,12 @@ pub async fn remove_finalizer(
         {"op": "test", "path": "/metadata/finalizers", "value": list},
         {"op": "replace", "path": "/metadata/finalizers", "value": rest},
     ]);
-    json_patch(client, csv, "remove finalizer from", ops).await
+    match json_patch(client, csv, "remove finalizer from", ops).await {
+        // Already deleted (a second reconcile of the same deletion read a cache that had not
+        // seen the first one finish): its finalizers went with it, there is nothing left to do.
+        Err(error) if crate::controller::apply::is_not_found(&error.source) => Ok(()),
+        done => done,
+    }
 }
 
 /// Deletes a CSV that a newer one replaced, if it is still the object read.

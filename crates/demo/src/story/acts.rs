@@ -234,8 +234,8 @@ pub(super) async fn uninstall(
     cluster
         .olm_delete(Olm::ClusterServiceVersion, NAMESPACE, csv)
         .await?;
-    let expected: BTreeSet<String> = [CRD.to_owned()].into();
-    let left = wait_for("only the CRD to be left", timeout, || async {
+    let expected = kept_on_uninstall(&before);
+    let left = wait_for("only the CRD and the roles to be left", timeout, || async {
         let now = inventory::marked_by_opcat(cluster).await?;
         Ok(if now == expected {
             Ok(now)
@@ -262,6 +262,14 @@ pub(super) async fn uninstall(
     say.detail(&format!(
         "left: {CRD} (CRDs are never deleted: that would delete every Widget)"
     ));
+    let roles: BTreeSet<String> = left.iter().filter(|e| **e != CRD).cloned().collect();
+    for line in inventory::by_kind(&roles) {
+        say.sub(&line);
+    }
+    say.sub(
+        "the Widget API's admin/edit/view/crdview roles go with the CRD, the OperatorGroup's \
+         aggregated roles with the OperatorGroup (as in OLM)",
+    );
     let default = cluster.get::<ServiceAccount>(NAMESPACE, "default").await?;
     let names = default
         .as_ref()
@@ -282,4 +290,23 @@ pub(super) async fn uninstall(
         "deleted".to_owned()
     })?;
     Ok(())
+}
+
+/// What uninstall keeps, as OLM does: the CRD (never deleted), the ClusterRoles of the API it
+/// serves (`<crd>-<version>-{admin,edit,view,crdview}`, owned by the CRD, so they go with it),
+/// and the OperatorGroup's `olm.og.<group>.*` roles (they go with the OperatorGroup, which
+/// `deploy/examples/operator-group.yaml` names after its namespace).
+fn kept_on_uninstall(before: &BTreeSet<String>) -> BTreeSet<String> {
+    let crd_name = CRD.rsplit(' ').next().unwrap_or_default();
+    let api_roles = format!("ClusterRole {crd_name}-");
+    let group_roles = format!("ClusterRole olm.og.{NAMESPACE}.");
+    before
+        .iter()
+        .filter(|entry| {
+            entry.as_str() == CRD
+                || entry.starts_with(&api_roles)
+                || entry.starts_with(&group_roles)
+        })
+        .cloned()
+        .collect()
 }
