@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::core::v1::Container;
+
 use super::load::Bundle;
 use crate::api::ClusterServiceVersion;
 use crate::api::cluster_service_version::ClusterServiceVersionSpec;
@@ -21,17 +23,7 @@ pub fn csv_images(csv: &ClusterServiceVersion) -> BTreeSet<String> {
 
 /// [`images`] of a ClusterServiceVersion's spec.
 pub fn spec_images(spec: &ClusterServiceVersionSpec) -> BTreeSet<String> {
-    let pod_images = spec
-        .install
-        .deployments()
-        .iter()
-        .filter_map(|deployment| deployment.spec.template.spec.as_ref())
-        .flat_map(|pod| {
-            pod.containers
-                .iter()
-                .chain(pod.init_containers.iter().flatten())
-        })
-        .filter_map(|container| container.image.as_deref());
+    let pod_images = containers(spec).filter_map(|container| container.image.as_deref());
     let related = spec
         .related_images
         .iter()
@@ -42,4 +34,17 @@ pub fn spec_images(spec: &ClusterServiceVersionSpec) -> BTreeSet<String> {
         .filter(|image| !image.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// Every container and init container of the Deployments of a ClusterServiceVersion's spec.
+pub fn containers(spec: &ClusterServiceVersionSpec) -> impl Iterator<Item = &Container> {
+    spec.install
+        .deployments()
+        .iter()
+        .filter_map(|deployment| deployment.spec.template.spec.as_ref())
+        .flat_map(|pod| {
+            pod.containers
+                .iter()
+                .chain(pod.init_containers.iter().flatten())
+        })
 }
