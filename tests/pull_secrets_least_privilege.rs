@@ -6,6 +6,7 @@
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
+mod log_support;
 mod support;
 
 use std::collections::BTreeMap;
@@ -134,7 +135,8 @@ async fn wait_registries(env: &Env, source: &str, wanted: &str) -> Secret {
     .await
 }
 
-/// No marker, raw or base64, in the events, the CSVs' annotations and status, or any copy.
+/// No marker, raw or base64, in opcat's logs, the events, the CSVs' annotations and status, or
+/// any copy.
 fn assert_marker_nowhere(env: &Env, marker: &str) {
     let needles = [
         marker.to_owned(),
@@ -145,8 +147,13 @@ fn assert_marker_nowhere(env: &Env, marker: &str) {
     let core: Vec<k8s_openapi::api::core::v1::Event> = env.api.list(None);
     let csvs: Vec<opcat::api::ClusterServiceVersion> = env.api.list(Some(NS));
     let copies: Vec<Secret> = env.api.list(Some(NS));
+    let logs = log_support::capture_logs().text();
+    assert!(
+        logs.contains("pull-secret copy written"),
+        "logs were captured"
+    );
     let text = format!(
-        "{} {} {} {}",
+        "{logs} {} {} {} {}",
         serde_json::to_string(&events).unwrap(),
         serde_json::to_string(&core).unwrap(),
         serde_json::to_string(&csvs).unwrap(),
@@ -160,7 +167,7 @@ fn assert_marker_nowhere(env: &Env, marker: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_holds_what_its_operators_pull_and_follows_installs_uninstalls_and_rotation() {
-    logs();
+    log_support::capture_logs();
     let mut env = Env::new().await;
     let host = env.registry.host.clone();
     catalog_with(
@@ -257,7 +264,7 @@ async fn a_copy_holds_what_its_operators_pull_and_follows_installs_uninstalls_an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dockercfg_path_scoped_and_wildcard_entries_are_matched_as_the_kubelet_matches_them() {
-    logs();
+    log_support::capture_logs();
     let mut env = Env::new().await;
     let host = env.registry.host.clone(); // 127.0.0.1:<port>
     let (address, port) = host.rsplit_once(':').unwrap();
@@ -303,7 +310,7 @@ async fn dockercfg_path_scoped_and_wildcard_entries_are_matched_as_the_kubelet_m
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_no_image_needs_is_not_copied_and_the_report_and_preflight_say_so() {
-    logs();
+    log_support::capture_logs();
     let mut env = Env::new().await;
     let unrelated = json!({"auths": {
         "quay.io": {"auth": b64(&format!("quay:{MARKER}"))},
@@ -365,7 +372,7 @@ async fn a_source_no_image_needs_is_not_copied_and_the_report_and_preflight_say_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_catalogs_opt_out_copies_whole_secrets_and_opting_back_in_narrows_in_place() {
-    logs();
+    log_support::capture_logs();
     let mut env = Env::new().await;
     let host = env.registry.host.clone();
     let source = dockerconfigjson(GLOBAL, &four_registries(&env, "ops@example.com", MARKER));

@@ -4,10 +4,8 @@
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
+mod log_support;
 mod support;
-
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use csv_support::*;
@@ -21,19 +19,6 @@ use support::{Env, REGISTRY_PASSWORD, REGISTRY_USER};
 const CREDS: &str = "registry-creds";
 const MIRROR: &str = "mirror-creds";
 const ROTATED_PASSWORD: &str = "r0tated-Pa55-never-logged";
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn forbidden(env: &Env) -> Vec<String> {
     let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
@@ -65,13 +50,7 @@ fn assert_clean(what: &str, text: &str, needles: &[String]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secret_data_never_reaches_logs_events_status_annotations_or_errors() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    tracing_subscriber::fmt()
-        .with_env_filter("opcat=trace,kube_runtime=debug")
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .init();
+    let captured = log_support::capture_logs();
 
     let mut env = Env::new().await;
     let ns = "team-a";
@@ -130,7 +109,7 @@ async fn secret_data_never_reaches_logs_events_status_annotations_or_errors() {
     env.stop_manager().await;
 
     let needles = forbidden(&env);
-    let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    let logs = captured.text();
     assert!(
         logs.contains("pull-secret copy written"),
         "logs were captured"

@@ -179,6 +179,20 @@ async fn a_dependency_from_a_private_catalog_installs_with_its_own_pull_secret_a
         let ready = condition(&sub, "PullCredentialsReady").unwrap();
         assert_eq!(ready.reason.as_deref(), Some("ImagesResolvable"), "{name}");
     }
+    // Each Subscription says which registries its copy holds (issue 23): the report mirrored.
+    for (name, copy) in [
+        (dependency.as_str(), &private_copy),
+        ("widgets", &example_copy),
+    ] {
+        let sub = fixture
+            .wait_condition(name, "PullSecretsScoped", "True")
+            .await;
+        let scoped = condition(&sub, "PullSecretsScoped").unwrap();
+        assert_eq!(scoped.reason.as_deref(), Some("ScopedToImages"), "{name}");
+        let message = scoped.message.as_deref().unwrap_or_default();
+        let holds = format!("as {NAMESPACE}/{copy} holds [{}]", env.registry.host);
+        assert!(message.contains(&holds), "{name}: {message}");
+    }
 
     // DESIGN invariant 5 with dependencies: a converged install writes nothing on resync.
     fixture
