@@ -5,9 +5,10 @@
 //! objects ([`super::owned_objects`]) holds them, and the annotation [`APPLIED_HASH`] (a hash of
 //! the role as built, as every object opcat applies): a role that watch shows unchanged since
 //! opcat last saw it in line, with the desired metadata (so the desired hash), is converged
-//! without a request (DESIGN invariant 5). Otherwise it is read by name and compared;
-//! `aggregationRule` and, where opcat sets them, `rules` must be equal, not merely contained,
-//! so that a provided API leaving a group leaves its aggregation too.
+//! without a request (DESIGN invariant 5). A role opcat's watch does not hold, or holds as
+//! opcat last applied it, is applied without a read. One someone else changed is read by name
+//! and compared first; `aggregationRule` and, where opcat sets them, `rules` must be equal, not
+//! merely contained, so that a provided API leaving a group leaves its aggregation too.
 
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DynamicObject, Patch, TypeMeta};
@@ -27,17 +28,30 @@ pub async fn ensure(context: &Context, desired: &ClusterRole) -> Result<Outcome,
     let desired = &with_applied_hash(desired);
     let name = desired.name_any();
     let owned = &context.stores.owned;
-    if let Some(cached) = owned.get(API_VERSION, KIND, None, &name)
+    let cached = owned.get(API_VERSION, KIND, None, &name);
+    if let Some(cached) = &cached
         && cached.verified
         && metadata_contains(&cached.meta, &desired.metadata)
     {
         return Ok(Outcome::Unchanged);
     }
     let api: Api<ClusterRole> = Api::all(context.client.clone());
-    let live = api
-        .get_opt(&name)
-        .await
-        .map_err(|source| ApplyError::new("read", KIND, name.clone(), source))?;
+    // Read it only when someone else may have changed it since opcat last saw it. A role the
+    // watch holds as opcat last applied it differs from `desired` by its hash: it is applied.
+    // A role the listed watch does not hold is not opcat's yet: absent (the usual case, a first
+    // install), or made by someone else under OLM's name (OLM itself, before a migration), which
+    // OLM would overwrite too: it is applied.
+    let unknown_change = match &cached {
+        Some(cached) => !cached.verified,
+        None => !owned.is_listed(),
+    };
+    let live = if unknown_change {
+        api.get_opt(&name)
+            .await
+            .map_err(|source| ApplyError::new("read", KIND, name.clone(), source))?
+    } else {
+        None
+    };
     if let Some(live) = &live
         && converged(live, desired)
     {
