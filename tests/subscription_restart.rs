@@ -216,9 +216,14 @@ async fn after_a_restart_and_a_rotation_the_manager_stops_promptly() {
     start_with_late_list(&mut fixture, "namespaces").await;
     fixture.env.wait_quiet("restarted").await;
 
-    // Rotation: the same credentials, written differently, reach the copy in place.
-    let rotated = format!("{}\n", fixture.right_credentials());
-    fixture.set_pull_secret(&rotated).await;
+    // Rotation: the same credentials with an e-mail added reach the copy in place. (The copy
+    // holds the entries the operator needs, re-encoded: compared as JSON, not as bytes.)
+    let mut rotated: serde_json::Value =
+        serde_json::from_str(&fixture.right_credentials()).unwrap();
+    for entry in rotated["auths"].as_object_mut().unwrap().values_mut() {
+        entry["email"] = "rotated@example.com".into();
+    }
+    fixture.set_pull_secret(&rotated.to_string()).await;
     let copy = opcat::pull_secrets::names::copy_name(
         subscription_support::CATALOG_NAMESPACE,
         subscription_support::CATALOG,
@@ -236,7 +241,8 @@ async fn after_a_restart_and_a_rotation_the_manager_stops_promptly() {
                     .get::<Secret>(NAMESPACE, &copy)
                     .and_then(|secret| secret.data)
                     .and_then(|data| data.get(".dockerconfigjson").cloned())
-                    .is_some_and(|value| value.0 == rotated.as_bytes())
+                    .and_then(|value| serde_json::from_slice::<serde_json::Value>(&value.0).ok())
+                    .is_some_and(|copied| copied == rotated)
             },
         )
         .await;
