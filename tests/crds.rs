@@ -134,6 +134,7 @@ fn crds_come_in_a_stable_order() {
             "olmconfigs.operators.coreos.com",
             "operatorconditions.operators.coreos.com",
             "operatorgroups.operators.coreos.com",
+            "operators.operators.coreos.com",
             "subscriptions.operators.coreos.com",
         ]
     );

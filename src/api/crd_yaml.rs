@@ -4,6 +4,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 
 use super::olm_config::olm_config_crd;
+use super::operator::operator_crd;
 use super::operator_condition::operator_condition_crd;
 use super::operator_group::operator_group_crd;
 use super::{CatalogSource, ClusterServiceVersion, InstallPlan, Subscription};
@@ -33,6 +34,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         ClusterServiceVersion::crd(),
         InstallPlan::crd(),
         olm_config_crd(),
+        operator_crd(),
         operator_condition_crd(),
         operator_group_crd(),
         Subscription::crd(),
