@@ -26,9 +26,9 @@ use crate::api::{ClusterServiceVersion, ClusterServiceVersionStatus};
 pub const NON_STATUS_HASH: &str = "olm.operatorframework.io/nonStatusCopyHash";
 /// Annotation on a copy: hash of the status it was last written with.
 pub const STATUS_HASH: &str = "olm.operatorframework.io/statusCopyHash";
-/// Prefix of OLM's component labels (`operators.coreos.com/<package>.<namespace>`), which a copy
-/// must not carry: it is not a component of the install in its namespace.
-pub const COMPONENT_LABEL_PREFIX: &str = "operators.coreos.com/";
+// Prefix of OLM's component labels (`operators.coreos.com/<package>.<namespace>`), which a copy
+// must not carry: it is not a component of the install in its namespace.
+pub use crate::api::operator::COMPONENT_LABEL_PREFIX;
 /// The annotation `kubectl apply` keeps (large; OLM drops it from copies).
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 

@@ -13,7 +13,7 @@
 //! immutable, or a source whose `type` changed (`type` is immutable in the API), needs
 //! [`CopyAction::Recreate`], and only ever for a Secret that carries our labels.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use k8s_openapi::ByteString;
@@ -26,6 +26,7 @@ use super::names::{
 };
 use super::owners::{CatalogRef, CsvOwner, is_csv_owner};
 use super::scoping::{CopyScope, Scoped, scope_source};
+use crate::api::operator::is_component_label;
 use crate::registry::credentials::ConfigError;
 
 /// `type` of a Secret in `~/.docker/config.json` format (`{"auths": {...}}`).
@@ -232,6 +233,41 @@ fn build_copy(
     }
 }
 
+/// `copy` labelled with the component label of each install in `components` (OLM's
+/// `operators.coreos.com/<package>.<namespace>`, value `""`): a copy two installs use is a
+/// component of both. A copy planned with components replaces the ones it carries
+/// ([`plan_copy`]); one planned without (the rotation fast path, which knows owners only by
+/// their references) keeps them.
+pub fn with_components(mut copy: Secret, components: &BTreeSet<&str>) -> Secret {
+    if !components.is_empty() {
+        let labels = copy.metadata.labels.get_or_insert_default();
+        labels.extend(
+            components
+                .iter()
+                .map(|key| ((*key).to_owned(), String::new())),
+        );
+    }
+    copy
+}
+
+/// The component labels of `secret` (empty when none).
+fn component_keys(secret: &Secret) -> BTreeSet<&str> {
+    secret
+        .metadata
+        .labels
+        .iter()
+        .flatten()
+        .map(|(key, _)| key.as_str())
+        .filter(|key| is_component_label(key))
+        .collect()
+}
+
+/// Whether `existing` carries a component label that `desired`, planned with components, drops.
+fn drops_components(existing: &Secret, desired: &Secret) -> bool {
+    let wanted = component_keys(desired);
+    !wanted.is_empty() && !component_keys(existing).is_subset(&wanted)
+}
+
 /// Why a Secret with a copy's name must not be written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConflictReason {
@@ -363,6 +399,7 @@ pub fn plan_copy(existing: Option<&Secret>, desired: &Secret) -> CopyAction {
     let changes = CopyChanges {
         data: existing.data.clone().unwrap_or_default() != desired.data.clone().unwrap_or_default(),
         metadata: !contains_all(&existing.metadata.labels, &desired.metadata.labels)
+            || drops_components(existing, desired)
             || !contains_all(
                 &existing.metadata.annotations,
                 &desired.metadata.annotations,
@@ -466,6 +503,12 @@ fn updated(existing: &Secret, desired: &Secret) -> Secret {
     let mut secret = existing.clone();
     secret.data = desired.data.clone();
     secret.string_data = None;
+    if drops_components(existing, desired)
+        && let Some(labels) = secret.metadata.labels.as_mut()
+    {
+        let wanted = component_keys(desired);
+        labels.retain(|key, _| !is_component_label(key) || wanted.contains(key.as_str()));
+    }
     let meta = &mut secret.metadata;
     meta.managed_fields = None;
     for (target, wanted) in [

@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 
-use super::copy::{CopyAction, CopyConflict, CopyError, kept_copy, plan_copy, scoped_copy};
+use super::copy::{
+    CopyAction, CopyConflict, CopyError, kept_copy, plan_copy, scoped_copy, with_components,
+};
 use super::owners::{CatalogRef, CsvOwner};
 use super::scope::NotPropagated;
 use super::scoping::{CopyScope, scope_source};
@@ -40,6 +42,9 @@ pub struct InstalledCsv {
     /// Every image it runs or names: container and init-container images of its Deployments
     /// and `relatedImages` (`bundle::csv_images`). Its copies hold the entries these need.
     pub images: BTreeSet<String>,
+    /// The component label key of its install (`operators.coreos.com/<package>.<namespace>`),
+    /// which the copies it uses carry; `None` when its package is not known.
+    pub component_label: Option<String>,
 }
 
 impl InstalledCsv {
@@ -223,6 +228,11 @@ pub fn plan_namespace(input: &NamespaceInput<'_>) -> NamespacePlan {
         .collect();
     let mut owners: Vec<CsvOwner> = input.csvs.iter().map(InstalledCsv::owner).collect();
     owners.sort();
+    let components: BTreeSet<&str> = input
+        .csvs
+        .iter()
+        .filter_map(|csv| csv.component_label.as_deref())
+        .collect();
     let scope = if input.copy_whole {
         CopyScope::Whole
     } else {
@@ -242,7 +252,8 @@ pub fn plan_namespace(input: &NamespaceInput<'_>) -> NamespacePlan {
             let existing = by_name.get(copy.as_str()).copied();
             let action = match mode {
                 Mode::Active => {
-                    plan_active(input, &mut plan, &owners, &scope, source_name, existing)
+                    let owners = (owners.as_slice(), &components);
+                    plan_active(input, &mut plan, owners, &scope, source_name, existing)
                 }
                 _ => frozen(catalog, source_name, existing),
             };
@@ -294,11 +305,12 @@ pub fn plan_namespace(input: &NamespaceInput<'_>) -> NamespacePlan {
 }
 
 /// The action for one wanted copy while propagating; records missing and invalid sources,
-/// whose existing copies are kept as they are (with current owners).
+/// whose existing copies are kept as they are (with current owners). The copy carries the
+/// component label of each owner's install.
 fn plan_active(
     input: &NamespaceInput<'_>,
     plan: &mut NamespacePlan,
-    owners: &[CsvOwner],
+    (owners, components): (&[CsvOwner], &BTreeSet<&str>),
     scope: &CopyScope,
     source_name: &str,
     existing: Option<&Secret>,
@@ -325,7 +337,7 @@ fn plan_active(
                     owners,
                     scoped,
                 );
-                return Some(plan_copy(existing, &desired));
+                return Some(plan_copy(existing, &with_components(desired, components)));
             }
             Err(error) => plan.invalid_sources.push(error),
         },
@@ -333,7 +345,10 @@ fn plan_active(
     let existing = existing?;
     Some(plan_copy(
         Some(existing),
-        &kept_copy(existing, catalog, source_name, owners),
+        &with_components(
+            kept_copy(existing, catalog, source_name, owners),
+            components,
+        ),
     ))
 }
 

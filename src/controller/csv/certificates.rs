@@ -77,6 +77,7 @@ pub(super) async fn plan(
     csv: &ClusterServiceVersion,
     namespace: &str,
     owner: &CsvOwner,
+    extra_labels: &BTreeMap<String, String>,
     now: Timestamp,
 ) -> Result<Certificates, CsvError> {
     let api: Api<Secret> = Api::namespaced(context.client.clone(), namespace);
@@ -107,7 +108,7 @@ pub(super) async fn plan(
             },
         );
         decided.secrets.push(Decided {
-            desired: secret(&served, namespace, owner, &planned.material),
+            desired: secret(&served, namespace, owner, extra_labels, &planned.material),
             live,
             action: planned.action,
             service: identity.to_string(),
@@ -168,16 +169,18 @@ fn is_certificate_secret(secret: &Secret) -> bool {
             == Some(CERTIFICATE_LABEL_VALUE)
 }
 
-/// The Secret holding `material` for `served`: type `kubernetes.io/tls`, opcat's ownership
-/// labels plus [`CERTIFICATE_LABEL`], OLM's CA hash annotation, a non-controller owner
+/// The Secret holding `material` for `served`: type `kubernetes.io/tls`, `extra_labels` (the
+/// install's component label), opcat's ownership labels plus [`CERTIFICATE_LABEL`], OLM's CA hash annotation, a non-controller owner
 /// reference to the CSV.
 fn secret(
     served: &ServedDeployment,
     namespace: &str,
     owner: &CsvOwner,
+    extra_labels: &BTreeMap<String, String>,
     material: &Material,
 ) -> Secret {
-    let mut labels = ownership_labels(&owner.name, namespace);
+    let mut labels = extra_labels.clone();
+    labels.extend(ownership_labels(&owner.name, namespace));
     labels.insert(
         CERTIFICATE_LABEL.to_owned(),
         CERTIFICATE_LABEL_VALUE.to_owned(),

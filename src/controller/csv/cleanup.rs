@@ -12,7 +12,8 @@
 //!    cluster-scoped objects included (they carry no ownerReference) — except CRDs (DESIGN
 //!    invariant 10); the CSV's OperatorCondition last, after its Deployments (invariant 14). ServiceAccounts opcat created are among them; `default` and pre-existing
 //!    ones are not. Objects an upgrade relabelled for the newer CSV are not labelled with this
-//!    one any more and stay.
+//!    one any more and stay. The CRDs it owns lose the install's component label, unless a
+//!    CSV of the same install remains (see `component_release`).
 //! 3. The finalizer is removed (JSON patch testing the list as read).
 //!
 //! Every step is idempotent and derived from labels and annotations, not memory: a failure
@@ -32,7 +33,10 @@ use super::events::{Audience, observe_plan, publish, reference};
 use super::labelled::{self, SWEPT_KINDS};
 use super::observe::{self, Sources};
 use super::propagation::{self, PropagationInputs};
-use super::{Csvs, copies, csv_writes, objects, operator_condition, service_accounts, webhooks};
+use super::{
+    Csvs, component_release, copies, csv_writes, objects, operator_condition, service_accounts,
+    webhooks,
+};
 use crate::api::ClusterServiceVersion;
 use crate::pull_secrets::service_account::{detach, recorded};
 use crate::pull_secrets::{
@@ -219,6 +223,7 @@ async fn run(
     // CRD conversions that call this install, then objects labelled with this CSV (never
     // CRDs), then copies nobody uses.
     webhooks::restore_conversions(context, csv, namespace).await?;
+    component_release::release(context, csv, namespace).await?;
     let deleted = objects::delete_unlisted(client, &live, &BTreeSet::new()).await?;
     for key in &deleted {
         tracing::info!(namespace, csv = %name, object = %key, "deleted on uninstall");

@@ -85,9 +85,16 @@ pub(super) async fn install(
         name: name.clone(),
         uid: csv.uid().unwrap_or_default(),
     };
-    let extra_labels = BTreeMap::new();
-    let certificates =
-        certificates::plan(context, &read.bundle.csv, namespace, &owner, now.0).await?;
+    let extra_labels = observe::component_labels(csv);
+    let certificates = certificates::plan(
+        context,
+        &read.bundle.csv,
+        namespace,
+        &owner,
+        &extra_labels,
+        now.0,
+    )
+    .await?;
     let rendered = match render(
         &read.bundle,
         &RenderContext {

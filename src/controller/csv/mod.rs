@@ -24,6 +24,7 @@ mod bundle;
 mod certificates;
 mod clashes;
 mod cleanup;
+mod component_release;
 mod converge;
 mod copies;
 mod csv_writes;
@@ -45,7 +46,7 @@ mod rotating;
 mod rotations;
 mod service_accounts;
 mod status;
-mod triggers;
+pub(in crate::controller) mod triggers;
 mod webhooks;
 
 use std::sync::Arc;

@@ -18,6 +18,7 @@ use kube::{Client, Resource, ResourceExt};
 
 use super::error::CsvError;
 use super::labelled::{LabelledObjects, ObjectKey};
+use crate::api::operator::is_component_label;
 use crate::bundle::ownership::{
     CSV_ANNOTATION, CSV_LABEL, CSV_NAMESPACE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     RETAIN_LABEL, RETAIN_VALUE,
@@ -108,9 +109,10 @@ pub async fn apply_all(
         }
         let desired = match &current {
             Some(existing) if types.kind == CRD_KIND => {
-                with_applied_hash(&shared_crd(object, existing, |namespace, name| {
+                let shared = shared_crd(object, existing, |namespace, name| {
                     holder_is_installed(context, namespace, name)
-                }))
+                });
+                with_applied_hash(&with_live_components(shared, existing))
             }
             _ => with_applied_hash(object),
         };
@@ -195,6 +197,25 @@ fn shared_crd(
         shared.metadata.annotations = None;
     }
     shared
+}
+
+/// `desired` with the component labels (`operators.coreos.com/<package>.<namespace>`) `live`
+/// carries: a CRD shared by several installs is a component of each, as OLM labels it, and an
+/// apply by one (a single field manager) must not take the others' labels away. An install
+/// that is uninstalled removes its own label ([`super::component_release`]).
+fn with_live_components(mut desired: DynamicObject, live: &DynamicObject) -> DynamicObject {
+    let components = live
+        .labels()
+        .iter()
+        .filter(|(key, _)| is_component_label(key));
+    let mut components = components.peekable();
+    if components.peek().is_some() {
+        let labels = desired.metadata.labels.get_or_insert_default();
+        for (key, value) in components {
+            labels.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    desired
 }
 
 /// Whether the CSV `namespace/name` exists (in the store) and is not being deleted.
@@ -379,6 +400,24 @@ mod tests {
                 .annotations
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_shared_crd_keeps_the_component_labels_of_every_install() {
+        let mut live = crd("widget.v1", "team-a", json!({}));
+        live.labels_mut()
+            .insert("operators.coreos.com/widget.team-a".into(), String::new());
+        let mut rendered = crd("widget.v1", "team-b", json!({}));
+        rendered
+            .labels_mut()
+            .insert("operators.coreos.com/widget.team-b".into(), String::new());
+        let desired = with_live_components(rendered, &live);
+        for install in ["team-a", "team-b"] {
+            assert_eq!(
+                desired.labels()[&format!("operators.coreos.com/widget.{install}")],
+                ""
+            );
+        }
     }
 
     #[test]

@@ -45,6 +45,21 @@ pub fn catalog_of(csv: &impl Labelled) -> Option<CatalogRef> {
     })
 }
 
+/// The component label of `csv`'s install (OLM's `operators.coreos.com/<package>.<namespace>`),
+/// which every object opcat renders for it carries; none for a CSV without the package
+/// annotation.
+pub fn component_labels(csv: &(impl Labelled + Resource)) -> BTreeMap<String, String> {
+    match (
+        csv.annotation(csv_keys::PACKAGE),
+        csv.meta().namespace.as_deref(),
+    ) {
+        (Some(package), Some(namespace)) if !package.is_empty() => {
+            crate::api::operator::component_labels(package, namespace)
+        }
+        _ => BTreeMap::new(),
+    }
+}
+
 /// The OperatorGroups in `namespace`.
 pub fn operator_groups(context: &Context, namespace: &str) -> Vec<Arc<OperatorGroup>> {
     context

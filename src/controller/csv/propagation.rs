@@ -109,6 +109,7 @@ pub fn installed(csv: &ClusterServiceVersion, service_accounts: BTreeSet<String>
         uid: csv.uid().unwrap_or_default(),
         service_accounts,
         images: crate::bundle::csv_images(csv),
+        component_label: super::observe::component_labels(csv).into_keys().next(),
     }
 }
 
@@ -195,6 +196,7 @@ mod tests {
             uid: "u".to_owned(),
             service_accounts: BTreeSet::from(["default".to_owned()]),
             images: BTreeSet::new(),
+            component_label: None,
         }];
         let read = [
             sa("manifest-sa", Some(ownership_labels("op.v1", "ns"))),

@@ -15,6 +15,7 @@ use kube::{Resource, ResourceExt};
 
 use crate::api::install_plan::{Step, StepResource};
 use crate::api::install_plan_status::STEP_CREATED;
+use crate::api::operator::component_labels;
 use crate::api::{ClusterServiceVersion, FINALIZER, InstallPlan};
 use crate::bundle::Bundle;
 use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
@@ -51,6 +52,12 @@ pub fn build_csv(inputs: &CsvInputs<'_>) -> ClusterServiceVersion {
         keys::csv::CATALOG_NAME_LABEL.to_owned(),
         label_value(catalog_name),
     );
+    if !entry.package.is_empty() {
+        labels.extend(component_labels(
+            &entry.package,
+            &plan.namespace().unwrap_or_default(),
+        ));
+    }
 
     let mut annotations: BTreeMap<String, String> = source.annotations().clone();
     annotations.insert(

@@ -17,6 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
+use crate::api::operator::component_labels;
 use crate::api::{Approval, InstallPlan, InstallPlanSpec, Subscription};
 use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use crate::controller::keys::install_plan as keys;
@@ -57,10 +58,16 @@ pub fn build_install_plan(inputs: &PlanInputs<'_>) -> InstallPlan {
         subscription.spec.approval()
     };
 
-    let labels = BTreeMap::from([
+    let mut labels = BTreeMap::from([
         (MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned()),
         (SUBSCRIPTION_LABEL.to_owned(), label_value(&name)),
     ]);
+    // A component of the install of every Subscription it serves (OLM's adoption controller
+    // labels each Subscription's plan).
+    let namespace = subscription.namespace().unwrap_or_default();
+    for owner in inputs.owners.iter().copied().chain([subscription]) {
+        labels.extend(component_labels(&owner.spec.package, &namespace));
+    }
     let annotations = BTreeMap::from([
         (
             keys::BUNDLES.to_owned(),

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use super::{MARKER, NAMESPACE, catalog, dockerconfig, source};
 use crate::pull_secrets::copy::{
     ConflictReason, CopyAction, CopyChanges, CopyError, DOCKERCFG_KEY, DOCKERCFG_TYPE,
-    desired_copy, is_ours_to_write, plan_copy, validate_source,
+    desired_copy, is_ours_to_write, plan_copy, validate_source, with_components,
 };
 use crate::pull_secrets::names::{
     CATALOG_NAME_LABEL, MANAGED_LABEL, MANAGED_VALUE, SOURCE_NAME_LABEL, SOURCE_NAMESPACE_LABEL,
@@ -399,4 +399,35 @@ fn only_opcats_copy_of_the_same_catalog_is_ours_to_write() {
         &labelled(&other_source),
         &labelled(&named)
     ));
+}
+
+#[test]
+fn a_copy_carries_the_component_label_of_each_install_using_it() {
+    let source_secret = source("quay-pull", MARKER);
+    let a = "operators.coreos.com/a-operator.ns";
+    let b = "operators.coreos.com/b-operator.ns";
+    let both = with_components(
+        desired(&source_secret, &[owner("a.v1"), owner("b.v1")]),
+        &[a, b].into(),
+    );
+    let labels = both.metadata.labels.clone().unwrap();
+    assert_eq!((labels[a].as_str(), labels[b].as_str()), ("", ""));
+    let stored = as_stored(&both);
+    assert_eq!(plan_copy(Some(&stored), &both), CopyAction::InSync);
+
+    // b's install goes: its label goes with it, a's stays.
+    let only_a = with_components(desired(&source_secret, &[owner("a.v1")]), &[a].into());
+    let CopyAction::Update { secret, changes } = plan_copy(Some(&stored), &only_a) else {
+        panic!("the copy must be updated");
+    };
+    assert!(changes.metadata);
+    let labels = secret.metadata.labels.unwrap();
+    assert!(
+        labels.contains_key(a) && !labels.contains_key(b),
+        "{labels:?}"
+    );
+
+    // Planned without components (the rotation fast path): the labels stay as they are.
+    let rotated = desired(&source_secret, &[owner("a.v1"), owner("b.v1")]);
+    assert_eq!(plan_copy(Some(&stored), &rotated), CopyAction::InSync);
 }

@@ -121,6 +121,7 @@ pub(crate) fn csv(name: &str, service_accounts: &[&str]) -> InstalledCsv {
         uid: format!("uid-csv-{name}"),
         service_accounts: service_accounts.iter().map(|sa| (*sa).to_owned()).collect(),
         images: [IMAGE.to_owned()].into(),
+        component_label: None,
     }
 }
 
