@@ -2,7 +2,9 @@
 //! `internal/pkg/action/v0/operator_install.go`): the PackageManifest read through the package
 //! API from the catalogs the running manager loaded, then the OperatorGroup, the Subscription,
 //! the approval of the Manual plan and the wait for the CSV through the Kubernetes API, as the
-//! plugin does. Then a catalog push shows in the package API.
+//! plugin does. Then a catalog push shows in the package API, and `kubectl operator uninstall
+//! --delete-operator` (`internal/pkg/action/v0/operator_uninstall.go`) removes the install
+//! through the Operator `<package>.<namespace>`: everything goes, the pull-secret copies too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod package_api_support;
@@ -12,8 +14,14 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use opcat::api::{ClusterServiceVersion, InstallPlan, OperatorGroup, Subscription};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
+use opcat::api::{ClusterServiceVersion, InstallPlan, Operator, OperatorGroup, Subscription};
 use opcat::controller::package_api::view::ContextCatalogs;
 use package_api_support::{resource, serve};
 use serde_json::{Value, json};
@@ -181,4 +189,172 @@ async fn kubectl_operator_install_works_step_by_step() {
     let gone = manifests.get("gadget-operator").await.unwrap_err();
     assert!(matches!(gone, kube::Error::Api(status) if status.code == 404));
     let _: Value = manifests.get(PACKAGE).await.unwrap().data;
+
+    kubectl_operator_uninstall(env, NS, PACKAGE).await;
+    assert!(csvs.get_opt(&csv_name).await.unwrap().is_none());
+    assert!(subscriptions.get_opt(PACKAGE).await.unwrap().is_none());
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), NS);
+    let copies = secrets
+        .list(&ListParams::default().labels("opcat.dev/managed=true"))
+        .await
+        .unwrap();
+    assert!(
+        copies.items.is_empty(),
+        "pull-secret copies left: {:?}",
+        copies.items
+    );
+    let operators: Api<Operator> = Api::all(env.client.clone());
+    assert!(
+        operators
+            .get_opt(&format!("{PACKAGE}.{NS}"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// Waits until `get` answers 404.
+async fn wait_gone<K>(api: &Api<K>, name: &str)
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    poll(&format!("{name} to go"), async || {
+        api.get_opt(name).await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
+
+/// `kubectl operator uninstall PACKAGE --delete-operator` (v0) as the plugin does it: find the
+/// Subscription of the package and its CSV; list the operands (the custom resources of the
+/// CSV's owned CRDs, found through the Operator's references; with `--delete-operator` the
+/// strategy is `delete`); delete the Subscription, the operands and the CSV, each waited for;
+/// then get the Operator, delete every object it references, wait until it lists none (or is
+/// gone), and delete it.
+async fn kubectl_operator_uninstall(env: &support::Env, namespace: &str, package: &str) {
+    let client = env.client.clone();
+    let subscriptions: Api<Subscription> = Api::namespaced(client.clone(), namespace);
+    let subscription = subscriptions
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|subscription| subscription.spec.package == package)
+        .expect("the package's Subscription");
+    let status = subscription.status.clone().unwrap_or_default();
+    let csv_name = status
+        .installed_csv
+        .clone()
+        .or(status.current_csv.clone())
+        .expect("the Subscription names its CSV");
+    let csvs: Api<ClusterServiceVersion> = Api::namespaced(client.clone(), namespace);
+    let csv = csvs.get(&csv_name).await.unwrap();
+
+    // list-operands: the Operator's CSV reference, then the CRs of its owned CRDs.
+    let operators: Api<Operator> = Api::all(client.clone());
+    let operator_name = format!("{package}.{namespace}");
+    let operator = operators.get(&operator_name).await.unwrap();
+    let refs = operator.status.unwrap().components.unwrap().refs.unwrap();
+    let csv_ref = refs
+        .iter()
+        .find(|r| {
+            r.kind.as_deref() == Some("ClusterServiceVersion")
+                && r.namespace.as_deref() == Some(namespace)
+        })
+        .expect("the Operator references the CSV");
+    assert_eq!(csv_ref.name.as_deref(), Some(csv_name.as_str()));
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut operands = Vec::new();
+    for owned in csv.spec.owned_crds() {
+        let crd = crds.get(&owned.name).await.unwrap();
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&crd.spec.group, &owned.version, &owned.kind),
+            &crd.spec.names.plural,
+        );
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+        operands.extend(
+            api.list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|operand| (api.clone(), operand.name_any())),
+        );
+    }
+
+    // 1. The Subscription; 2. the operands (strategy delete); 3. the CSV.
+    subscriptions
+        .delete(&subscription.name_any(), &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&subscriptions, &subscription.name_any()).await;
+    for (api, name) in &operands {
+        api.delete(name, &DeleteParams::default()).await.unwrap();
+        wait_gone(api, name).await;
+    }
+    csvs.delete(&csv_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&csvs, &csv_name).await;
+
+    // 4. --delete-operator: the Operator's references, then the Operator (none: gone already).
+    let Some(operator) = operators.get_opt(&operator_name).await.unwrap() else {
+        return;
+    };
+    for reference in operator
+        .status
+        .and_then(|status| status.components)
+        .and_then(|components| components.refs)
+        .unwrap_or_default()
+    {
+        let (group, version) = match reference
+            .api_version
+            .as_deref()
+            .unwrap_or_default()
+            .split_once('/')
+        {
+            Some((group, version)) => (group.to_owned(), version.to_owned()),
+            None => (
+                String::new(),
+                reference.api_version.clone().unwrap_or_default(),
+            ),
+        };
+        let kind = reference.kind.clone().unwrap_or_default();
+        let (resource, _) =
+            kube::discovery::pinned_kind(&client, &GroupVersionKind::gvk(&group, &version, &kind))
+                .await
+                .unwrap();
+        let api: Api<DynamicObject> = match &reference.namespace {
+            Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let name = reference.name.clone().unwrap_or_default();
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => panic!("delete {kind} {name}: {error}"),
+        }
+        wait_gone(&api, &name).await;
+    }
+    poll(
+        "the Operator to list no references",
+        async || match operators.get_opt(&operator_name).await.unwrap() {
+            None => Some(()),
+            Some(operator) => operator
+                .status
+                .and_then(|status| status.components)
+                .is_none_or(|components| components.refs.unwrap_or_default().is_empty())
+                .then_some(()),
+        },
+    )
+    .await;
+    match operators
+        .delete(&operator_name, &DeleteParams::default())
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => {}
+        Err(error) => panic!("delete Operator {operator_name}: {error}"),
+    }
+    wait_gone(&operators, &operator_name).await;
 }

@@ -1,7 +1,8 @@
 //! What the shared Deployment watch keeps of a Deployment: its metadata as [`CompactMeta`]
 //! (only the ownership labels and annotation, strings shared), `spec.replicas` and the part of
 //! its status the health check reads (observed generation, updated replicas, and each
-//! condition's type, status and message). The readers of that store (the CSV's health, the CSV
+//! condition's type, status and message, with the reason and times the install's Operator
+//! copies). The readers of that store (the CSV's health, the CSV
 //! controller's trigger) read nothing else; the pod template, most of a Deployment, is never
 //! deserialised. A `k8s_openapi::api::apps::v1::Deployment` held 2.4 kB inline even with its
 //! template dropped; this holds about 0.4 kB inline, and its metadata about 0.4 kB instead of
@@ -13,7 +14,7 @@
 use std::sync::{Arc, LazyLock};
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::Deserialize;
 
 use super::compact_meta::{CompactMeta, keep_entries};
@@ -67,6 +68,16 @@ impl DeploymentRollout {
         });
         keep_entries(&mut metadata.annotations, |key| key == CSV_ANNOTATION);
         let (metadata, meta) = CompactMeta::split(metadata, &STRINGS);
+        let mut status = status;
+        for condition in status
+            .iter_mut()
+            .flat_map(|status| status.conditions.iter_mut().flatten())
+        {
+            // A handful of words: one copy each.
+            if let Some(reason) = &mut condition.reason {
+                *reason = STRINGS.get(&**reason);
+            }
+        }
         Self {
             metadata,
             meta,
@@ -120,9 +131,10 @@ pub struct RolloutStatus {
     pub conditions: Option<Vec<RolloutCondition>>,
 }
 
-/// The part of a Deployment condition the health check reads (a `DeploymentCondition` also
-/// holds a reason and two timestamps: 144 bytes against 72).
+/// A Deployment condition: what the health check reads, and the reason and times the
+/// install's Operator copies into its component references (`status.components.refs`).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RolloutCondition {
     /// `Available`, `Progressing` or `ReplicaFailure`.
     #[serde(rename = "type")]
@@ -132,6 +144,15 @@ pub struct RolloutCondition {
     /// Human-readable details.
     #[serde(default)]
     pub message: Option<String>,
+    /// Why it last changed (one of a few words: shared).
+    #[serde(default)]
+    pub reason: Option<Arc<str>>,
+    /// When it was last updated.
+    #[serde(default)]
+    pub last_update_time: Option<Time>,
+    /// When it last changed status.
+    #[serde(default)]
+    pub last_transition_time: Option<Time>,
 }
 
 stored_form_of!(DeploymentRollout, Deployment);
@@ -148,6 +169,9 @@ impl From<DeploymentStatus> for RolloutStatus {
                         type_: condition.type_,
                         status: condition.status,
                         message: condition.message,
+                        reason: condition.reason.map(Arc::from),
+                        last_update_time: condition.last_update_time,
+                        last_transition_time: condition.last_transition_time,
                     })
                     .collect()
             }),
@@ -262,6 +286,8 @@ mod tests {
                 type_: "Available".into(),
                 status: "True".into(),
                 message: Some("Deployment has minimum availability.".into()),
+                reason: Some("MinimumReplicasAvailable".into()),
+                ..RolloutCondition::default()
             }])
         );
     }

@@ -12,7 +12,9 @@ use kube::{Api, Client};
 use super::clock::Clock;
 use super::context::{Context, Settings};
 use super::stores::Reflectors;
-use super::{catalog_source, copied_csvs, csv, install_plan, operator_condition, subscription};
+use super::{
+    catalog_source, copied_csvs, csv, install_plan, operator_api, operator_condition, subscription,
+};
 use crate::metrics::{Metrics, Sample};
 use crate::registry::Registry;
 
@@ -20,7 +22,7 @@ use crate::registry::Registry;
 pub type Shutdown = Shared<BoxFuture<'static, ()>>;
 
 /// The CRDs opcat serves; it refuses to start without them.
-pub const REQUIRED_CRDS: [&str; 7] = [
+pub const REQUIRED_CRDS: [&str; 8] = [
     "catalogsources.operators.coreos.com",
     "subscriptions.operators.coreos.com",
     "clusterserviceversions.operators.coreos.com",
@@ -28,6 +30,7 @@ pub const REQUIRED_CRDS: [&str; 7] = [
     "operatorgroups.operators.coreos.com",
     "operatorconditions.operators.coreos.com",
     "olmconfigs.operators.coreos.com",
+    "operators.operators.coreos.com",
 ];
 
 /// Why the manager could not start.
@@ -135,6 +138,7 @@ pub fn start_with_metrics(
         csv::controller(context.clone(), &reflectors, shutdown.clone()),
         operator_condition::controller(context.clone(), &reflectors, shutdown.clone()),
         copied_csvs::controller(context.clone(), &reflectors, shutdown.clone()),
+        operator_api::controller(context.clone(), &reflectors, shutdown.clone()),
     ];
     let source_secrets = context.source_secrets.clone().run(
         client,

@@ -59,6 +59,11 @@ impl From<Secret> for StoredCopy {
 }
 
 impl StoredCopy {
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.meta.label(key).map(|value| &**value)
+    }
+
     /// The copy as read (without its managed fields and creation details, which no reader
     /// uses: see [`CompactMeta`]).
     pub fn to_secret(&self) -> Secret {

@@ -46,8 +46,10 @@ pub mod controllers {
     pub const OPERATOR_CONDITION: &str = "operatorcondition";
     /// The copied-CSV reconciler (copies of a CSV in its target namespaces, OLMConfig status).
     pub const COPIED_CSV: &str = "copiedcsv";
+    /// The Operator reconciler (one `operators.coreos.com/v1` Operator per install).
+    pub const OPERATOR: &str = "operator";
     /// Every controller, so their series exist (at zero) from the start.
-    pub const ALL: [&str; 7] = [
+    pub const ALL: [&str; 8] = [
         CATALOG_SOURCE,
         SUBSCRIPTION,
         INSTALL_PLAN,
@@ -55,6 +57,7 @@ pub mod controllers {
         OPERATOR_GROUP,
         OPERATOR_CONDITION,
         COPIED_CSV,
+        OPERATOR,
     ];
 }
 

@@ -21,7 +21,7 @@ mod olm_config;
 mod reconcile;
 pub mod store;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -69,46 +69,7 @@ impl Held {
 }
 
 /// The originals waiting for a reconcile, each once.
-#[derive(Clone)]
-struct Queue {
-    pending: Arc<Mutex<HashSet<Origin>>>,
-    sender: mpsc::UnboundedSender<Origin>,
-}
-
-impl Queue {
-    fn new() -> (Self, mpsc::UnboundedReceiver<Origin>) {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let queue = Self {
-            pending: Arc::default(),
-            sender,
-        };
-        (queue, receiver)
-    }
-
-    fn push(&self, origin: Origin) {
-        let Ok(mut pending) = self.pending.lock() else {
-            return;
-        };
-        if pending.insert(origin.clone()) {
-            // The worker stopped: nothing left to do.
-            let _ = self.sender.send(origin);
-        }
-    }
-
-    fn taken(&self, origin: &Origin) {
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.remove(origin);
-        }
-    }
-
-    fn push_later(&self, origin: Origin, delay: Duration) {
-        let queue = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            queue.push(origin);
-        });
-    }
-}
+type Queue = super::work_queue::Queue<Origin>;
 
 fn origin_of<K: kube::Resource>(object: &K) -> Origin {
     (
@@ -247,7 +208,7 @@ fn tokio_stream_of(mut receiver: mpsc::UnboundedReceiver<Origin>) -> impl Stream
 async fn work(
     context: Arc<Context>,
     queue: Queue,
-    mut receiver: mpsc::UnboundedReceiver<Origin>,
+    receiver: mpsc::UnboundedReceiver<Origin>,
     shutdown: Shutdown,
 ) {
     if context.stores.wait_until_ready().await.is_err() {
@@ -260,39 +221,22 @@ async fn work(
         queue.push(origin);
     }
     let held = Held::default();
-    loop {
-        let origin = tokio::select! {
-            _ = shutdown.clone() => return,
-            origin = receiver.recv() => match origin {
-                Some(origin) => origin,
-                None => return,
-            },
-        };
-        queue.taken(&origin);
-        let key = super::wiring::backoff_key(CONTROLLER, &origin.0, &origin.1);
-        let reconciled = context
-            .metrics
-            .instrument(CONTROLLER, async {
-                reconcile::reconcile(&context, &origin, &held).await?;
-                olm_config::write_status(&context).await?;
+    super::work_queue::serve(
+        &context,
+        CONTROLLER,
+        &queue,
+        receiver,
+        shutdown,
+        |origin: &Origin| super::wiring::backoff_key(CONTROLLER, &origin.0, &origin.1),
+        |origin: Origin| {
+            let context = &context;
+            let held = &held;
+            async move {
+                reconcile::reconcile(context, &origin, held).await?;
+                olm_config::write_status(context).await?;
                 Ok::<_, CopyError>(Action::await_change())
-            })
-            .await;
-        match reconciled {
-            Ok(_) => context.backoffs.succeeded(&key),
-            Err(error) => {
-                let delay = context
-                    .backoffs
-                    .failed(&key, crate::failure::ReconcileFailure::is_transient(&error));
-                tracing::warn!(
-                    controller = CONTROLLER,
-                    object = key,
-                    error = %crate::failure::error_chain(&error),
-                    retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    "reconcile failed"
-                );
-                queue.push_later(origin, delay);
             }
-        }
-    }
+        },
+    )
+    .await;
 }

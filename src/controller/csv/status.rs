@@ -346,6 +346,7 @@ mod tests {
                     type_: "Available".to_owned(),
                     status: if available { "True" } else { "False" }.to_owned(),
                     message: Some("Deployment does not have minimum availability.".to_owned()),
+                    ..RolloutCondition::default()
                 }]),
             }),
         )
