@@ -241,7 +241,10 @@ async fn kubectl_operator_uninstall(env: &support::Env, namespace: &str, package
         .into_iter()
         .find(|subscription| subscription.spec.package == package)
         .expect("the package's Subscription");
-    let status = subscription.status.clone().unwrap_or_default();
+    let status = subscription
+        .status
+        .clone()
+        .expect("the Subscription has a status");
     let csv_name = status
         .installed_csv
         .clone()

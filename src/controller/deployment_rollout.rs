@@ -75,7 +75,7 @@ impl DeploymentRollout {
         {
             // A handful of words: one copy each.
             if let Some(reason) = &mut condition.reason {
-                *reason = STRINGS.get(&**reason);
+                *reason = STRINGS.get(reason);
             }
         }
         Self {
