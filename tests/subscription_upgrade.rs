@@ -253,13 +253,20 @@ fn assert_status_written_only_by_status_patches(requests: &fake_apiserver::Reque
             .map(|(_, n)| n)
             .sum()
     };
-    for kind in ["catalogsources", "subscriptions"] {
-        assert_eq!(
-            main_writes(kind, None),
-            0,
-            "{kind} belong to users: only status is written"
-        );
-    }
+    assert_eq!(
+        main_writes("catalogsources", None),
+        0,
+        "catalogsources belong to users: only status is written"
+    );
+    // Subscriptions too, but for OLM's component label, set once with a patch of that label.
+    assert_eq!(
+        (
+            main_writes("subscriptions", None),
+            main_writes("subscriptions", Some(Verb::Patch))
+        ),
+        (1, 1),
+        "subscriptions belong to users: only status and the component label are written"
+    );
     // OperatorGroups too, but for OLM's `olm.providedAPIs` annotation, patched as OLM does
     // when the APIs of the group's CSVs change (never replaced, never deleted).
     assert_eq!(
