@@ -9,17 +9,22 @@
 //!   OLM names and labels them, and the group carries `olm.providedAPIs`;
 //! - an uninstall leaves the API's roles to the CRD (as OLM: `admin` keeps the API) and takes
 //!   the API out of the group's annotation and roles; deleting the CRD takes its roles along;
+//! - a deleted OperatorGroup's three roles go (OLM's `operatorGroupDeleted`), also when opcat
+//!   was stopped at the time, and nothing else does;
 //! - without `escalate` in `deploy/rbac.yaml`, opcat could not write them.
 // Test code: helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 mod csv_support;
 mod support;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use csv_support::{
     TIMEOUT, catalog_with_secrets, delete_csv, install, logs, namespaces, wait_gone,
 };
+use fake_apiserver::Verb;
 use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch};
@@ -27,6 +32,7 @@ use kube::api::{ListParams, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use opcat::api::{ClusterServiceVersion, ClusterServiceVersionPhase as Phase, OperatorGroup};
 use opcat::controller::clock::SystemClock;
+use opcat::controller::context::Settings;
 use serde_json::json;
 use support::Env;
 use tokio::sync::oneshot;
@@ -402,4 +408,129 @@ fn opcat_rules() -> serde_json::Value {
         .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "opcat")
         .unwrap()["rules"]
         .clone()
+}
+
+/// The names of every ClusterRole.
+fn cluster_roles(env: &Env) -> BTreeSet<String> {
+    env.api
+        .list::<ClusterRole>(None)
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect()
+}
+
+/// The manager's requests about ClusterRoles so far, watches aside.
+fn cluster_role_requests(env: &Env) -> u64 {
+    env.manager_requests()
+        .iter()
+        .filter(|(key, _)| key.resource == "clusterroles" && key.verb != Verb::Watch)
+        .map(|(_, count)| count)
+        .sum()
+}
+
+async fn delete_group(env: &Env, namespace: &str, name: &str) {
+    Api::<OperatorGroup>::namespaced(env.client.clone(), namespace)
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_operator_groups_roles_go_even_if_opcat_missed_the_deletion() {
+    logs();
+    let mut env = Env::new().await;
+    namespaces(&env, &[NS, "team-b"]).await;
+    catalog_with_secrets(&env, &["registry-creds"]).await;
+    csv_support::operator_group(&env, NS, GROUP, &[NS]).await;
+    csv_support::operator_group(&env, "team-b", "team-b-group", &["team-b"]).await;
+    // A role with the group's owner labels that opcat did not make (OLM's, say): never deleted.
+    let foreign: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": format!("olm.og.{GROUP}.admin-olm"), "labels": {
+            "olm.owner": GROUP, "olm.owner.kind": "OperatorGroup", "olm.owner.namespace": NS
+        }}
+    }))
+    .unwrap();
+    env.create(&foreign).await;
+    install(&env, NS, "widget-operator", "1.0.0").await;
+    // Resyncs (and with them sweeps) every 300 ms.
+    let settings = Settings {
+        resync: Duration::from_millis(300),
+        ..Env::settings()
+    };
+    env.start_manager_with(settings.clone());
+    csv_support::wait_phase(&env, NS, CSV, Phase::Succeeded).await;
+    let group_roles = |namespace: &str, group: &str| -> BTreeSet<String> {
+        env.api
+            .list::<ClusterRole>(None)
+            .into_iter()
+            .filter(|role| {
+                role.labels().get("olm.owner").map(String::as_str) == Some(group)
+                    && role.labels().get("olm.owner.namespace").map(String::as_str)
+                        == Some(namespace)
+                    && role.labels().contains_key("app.kubernetes.io/managed-by")
+            })
+            .map(|role| role.name_any())
+            .collect()
+    };
+    env.wait_until("both groups have their roles", TIMEOUT, || {
+        group_roles(NS, GROUP).len() == 3 && group_roles("team-b", "team-b-group").len() == 3
+    })
+    .await;
+    env.wait_until("the group aggregates the Widget API", TIMEOUT, || {
+        env.api
+            .get::<ClusterRole>("", GROUP_ADMIN)
+            .is_some_and(|role| grants(&role, "create"))
+    })
+    .await;
+    env.wait_quiet("install converged").await;
+    let team_a = group_roles(NS, GROUP);
+    let team_b = group_roles("team-b", "team-b-group");
+    let before = cluster_roles(&env);
+    assert!(before.contains(GROUP_ADMIN) && team_a.contains(GROUP_ADMIN));
+    for suffix in ["admin", "edit", "view", "crdview"] {
+        assert!(
+            before.contains(&format!("{CRD}-v1alpha1-{suffix}")),
+            "{suffix}"
+        );
+    }
+
+    // Converged: sweeps and resyncs ask nothing about ClusterRoles.
+    let requests = cluster_role_requests(&env);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        cluster_role_requests(&env),
+        requests,
+        "{}",
+        env.manager_requests()
+    );
+
+    // Deleted while opcat runs: exactly its three roles go.
+    delete_group(&env, NS, GROUP).await;
+    env.wait_until("the deleted group's roles go", TIMEOUT, || {
+        cluster_roles(&env).is_disjoint(&team_a)
+    })
+    .await;
+    let after: BTreeSet<String> = before.difference(&team_a).cloned().collect();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(cluster_roles(&env), after);
+
+    // Deleted while opcat is stopped: the first sweep after the start finds them.
+    env.stop_manager().await;
+    delete_group(&env, "team-b", "team-b-group").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        cluster_roles(&env).is_superset(&team_b),
+        "nobody else deletes them"
+    );
+    env.start_manager_with(settings);
+    env.wait_until(
+        "the roles of the group deleted meanwhile go",
+        TIMEOUT,
+        || cluster_roles(&env).is_disjoint(&team_b),
+    )
+    .await;
+    let rest: BTreeSet<String> = after.difference(&team_b).cloned().collect();
+    assert_eq!(cluster_roles(&env), rest);
+    assert!(rest.contains(&foreign.name_any()));
+    env.stop_manager().await;
 }

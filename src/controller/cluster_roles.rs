@@ -20,8 +20,8 @@ use super::drift;
 use super::keys::APPLIED_HASH;
 use crate::pull_secrets::names::short_hash;
 
-const API_VERSION: &str = "rbac.authorization.k8s.io/v1";
-const KIND: &str = "ClusterRole";
+pub(super) const API_VERSION: &str = "rbac.authorization.k8s.io/v1";
+pub(super) const KIND: &str = "ClusterRole";
 
 /// Writes `desired` unless the live role already is as desired.
 pub async fn ensure(context: &Context, desired: &ClusterRole) -> Result<Outcome, ApplyError> {

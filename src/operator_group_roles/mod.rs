@@ -274,6 +274,27 @@ pub fn group_role_name(namespace: &str, group: &str, level: Level) -> String {
     format!("olm.og.{group}.{suffix}-{hash}")
 }
 
+/// The OperatorGroup (`(namespace, name)`) a role is one of the [`group_roles`] of, given the
+/// role's name and labels: labelled with OLM's owner labels of an OperatorGroup (what OLM's
+/// `operatorGroupDeleted` selects the roles to delete by) and opcat's managed-by label, and
+/// named as [`group_role_name`] names that group's roles, so that no role opcat did not make
+/// for that group qualifies.
+pub fn role_group<'a>(
+    name: &str,
+    label: impl Fn(&str) -> Option<&'a str>,
+) -> Option<(&'a str, &'a str)> {
+    if label(MANAGED_BY_LABEL)? != MANAGED_BY_VALUE || label(OWNER_KIND_LABEL)? != "OperatorGroup" {
+        return None;
+    }
+    let (namespace, group) = (label(OWNER_NAMESPACE_LABEL)?, label(OWNER_LABEL)?);
+    Level::ALL
+        .iter()
+        // Only the level the name ends in is hashed.
+        .filter(|level| name.contains(&format!(".{}-", level.suffix())))
+        .any(|&level| group_role_name(namespace, group, level) == name)
+        .then_some((namespace, group))
+}
+
 /// The group's three roles (`ensureOpGroupClusterRoles`): OLM's owner labels, and an
 /// `aggregationRule` with one selector per provided API, sorted; no API: `rules: []` and no
 /// rule (see the module docs).

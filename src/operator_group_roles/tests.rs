@@ -3,7 +3,7 @@
 //! was at hand.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::api::cluster_service_version::{
@@ -335,4 +335,40 @@ fn the_provided_apis_annotation_is_sorted_and_appears_once_there_is_an_api() {
         desired_annotation(None, &apis).as_deref(),
         Some(provided_apis_annotation(&apis).as_str())
     );
+}
+
+#[test]
+fn only_the_roles_opcat_made_for_a_group_name_that_group() {
+    let apis: BTreeSet<ApiKey> = [key("Widget", "v1", "example.opcat.dev")].into();
+    let roles = group_roles("team-a", "group", &apis);
+    let group_of = |name: &str, labels: &BTreeMap<String, String>| {
+        role_group(name, |key| labels.get(key).map(String::as_str))
+            .map(|(namespace, group)| (namespace.to_owned(), group.to_owned()))
+    };
+    for role in &roles {
+        let labels = role.metadata.labels.clone().unwrap();
+        let name = role.metadata.name.as_deref().unwrap();
+        assert_eq!(
+            group_of(name, &labels),
+            Some(("team-a".to_owned(), "group".to_owned()))
+        );
+        // Another role with the group's labels (one OLM made, or anyone's): not the group's.
+        let mut foreign = labels.clone();
+        foreign.remove(MANAGED_BY_LABEL);
+        assert_eq!(group_of(name, &foreign), None, "{name}");
+        assert_eq!(group_of("olm.og.group.admin-x", &labels), None);
+        // The labels of another group, or of the same group in another namespace.
+        let mut other = labels.clone();
+        other.insert(OWNER_NAMESPACE_LABEL.to_owned(), "team-b".to_owned());
+        assert_eq!(group_of(name, &other), None, "{name}");
+    }
+    // A provided API's role is not a group's.
+    let api = provided_apis(&spec()).unwrap().remove(0);
+    for role in api_roles(&api, "uid") {
+        let labels = role.metadata.labels.clone().unwrap();
+        assert_eq!(
+            group_of(role.metadata.name.as_deref().unwrap(), &labels),
+            None
+        );
+    }
 }

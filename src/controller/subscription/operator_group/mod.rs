@@ -1,9 +1,10 @@
 //! The OperatorGroup controller: writes `status.namespaces` (the resolved target namespaces the
 //! CSV reconciler reads) and `lastUpdated`, and flags namespaces with several OperatorGroups
 //! (`MultipleOperatorGroup`, as OLM does); keeps the group's aggregated ClusterRoles and
-//! `olm.providedAPIs` annotation in line with the APIs its CSVs provide (`roles`). It only
-//! computes targets; install-mode checks and the `NoOperatorGroup`/`TooManyOperatorGroups` CSV
-//! failures belong to the CSV reconciler.
+//! `olm.providedAPIs` annotation in line with the APIs its CSVs provide (`roles`), and deletes
+//! the roles of groups that are gone (`cleanup`, as OLM). It only computes targets; install-mode
+//! checks and the `NoOperatorGroup`/`TooManyOperatorGroups` CSV failures belong to the CSV
+//! reconciler.
 //!
 //! Triggers: OperatorGroups (an OperatorGroup's siblings in its namespace too, for the
 //! several-groups condition), Namespaces (label changes change selector matches) and the CSVs
@@ -12,6 +13,7 @@
 //! at again after `wait_requeue`; a terminating namespace is dropped from selector matches as
 //! soon as it starts terminating.
 
+mod cleanup;
 mod roles;
 mod targets;
 
@@ -112,9 +114,19 @@ pub fn controller(
         context: context.clone(),
         own_writes: OwnWrites::default(),
     });
-    wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
-        .for_each(|_| std::future::ready(()))
-        .boxed()
+    let deleted = reflectors.operator_groups.subscribe_deleted();
+    let run = wiring::run(CONTROLLER, controller, &context, shutdown, reconcile, state)
+        .for_each(|_| std::future::ready(()));
+    // The controller stops when `run` does; a cleanup that has nothing left to wait for (the
+    // watches stopped) waits with it.
+    let cleanup = cleanup::run(context, deleted).then(|()| std::future::pending::<()>());
+    async move {
+        tokio::select! {
+            () = run => {}
+            () = cleanup => {}
+        }
+    }
+    .boxed()
 }
 
 fn groups_with_selector(groups: &Indexed<OperatorGroup>) -> Vec<ObjectRef<OperatorGroup>> {
