@@ -7,8 +7,13 @@
 # Prints the details per run on stderr; on stdout a Markdown table (min-max over BENCH_ROUNDS
 # runs of each N), opcat's requests by verb and resource per phase, the CPU time of opcat and of
 # the in-memory API server, and issue 12's targets.
+# With --copied-csvs (issue 27): one operator installed for all namespaces and N namespaces, each
+# N with copied CSVs on and off (OLMConfig disableCopiedCSVs): converge until every namespace
+# holds a Succeeded copy (on), the steady window (0 writes, 0 reads), then the switch flipped
+# until every copy is gone (on) or made (off); the runs side by side.
 #
-# Usage: scripts/bench-scale.sh [N ...]        (default: 200 1000)
+# Usage: scripts/bench-scale.sh [--copied-csvs] [N ...]
+#        (default N: 200 1000; with --copied-csvs 1000 10000)
 # Env:   BENCH_ROUNDS (default 2: every N is run that many times, each from a fresh cluster and
 #        controller), BENCH_CONCURRENCY (default 16), BENCH_RESYNC (default 60s),
 #        BENCH_STEADY_SECS (default 90; must exceed the resync).
@@ -18,8 +23,15 @@ cd "$(dirname "$0")/.."
 
 scripts/install-test-deps.sh
 
+mode=()
+defaults=(200 1000)
+if [ "${1:-}" = --copied-csvs ]; then
+  mode=(--copied-csvs)
+  defaults=(1000 10000)
+  shift
+fi
 sizes=("$@")
-[ ${#sizes[@]} -gt 0 ] || sizes=(200 1000)
+[ ${#sizes[@]} -gt 0 ] || sizes=("${defaults[@]}")
 rounds=${BENCH_ROUNDS:-2}
 runs=()
 for ((round = 0; round < rounds; round++)); do
@@ -29,7 +41,7 @@ done
 echo "machine: $(nproc) CPUs; load:$(uptime | sed 's/.*load average://')" >&2
 # The bench profile is the release profile: this builds `opcat` optimised, and the driver runs
 # that binary (CARGO_BIN_EXE_opcat; OPCAT_BIN overrides it).
-cargo bench --locked --bench scale -- "${runs[@]}" \
+cargo bench --locked --bench scale -- "${mode[@]}" "${runs[@]}" \
   --concurrency "${BENCH_CONCURRENCY:-16}" \
   --resync "${BENCH_RESYNC:-60s}" \
   --steady-secs "${BENCH_STEADY_SECS:-90}"

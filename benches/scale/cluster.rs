@@ -9,6 +9,7 @@ use fake_apiserver::{FakeApiServer, HttpHandle};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use opcat::api::olm_config::{CLUSTER, Features, OLMConfig, OLMConfigSpec};
 use opcat::api::{
     CatalogSource, CatalogSourceSpec, OperatorGroup, OperatorGroupSpec, Subscription,
     SubscriptionSpec,
@@ -25,12 +26,15 @@ pub const CATALOG: &str = "bench";
 /// Its `spec.secrets`: credentials for the registry (rotated by the benchmark) and for a
 /// mirror no image uses.
 pub const SOURCES: [&str; 2] = ["registry-creds", "mirror-creds"];
-/// The source the rotation changes.
+/// The source the rotation changes, and the only one copied: the mirror's credentials match no
+/// image of the operator, and least-privilege copies (issue 23) leave such a source out.
 pub const ROTATED: &str = SOURCES[0];
 /// The package every Subscription installs.
 pub const PACKAGE: &str = "widget-operator";
 /// Name of the Subscription in each namespace.
 pub const SUBSCRIPTION: &str = "widget-operator";
+/// Namespace of the AllNamespaces operator (copied-CSV runs).
+pub const OPERATOR_NAMESPACE: &str = "operators";
 
 /// Tag of the benchmark's own requests in the API server's request log.
 pub const BENCH_AGENT: &str = "bench";
@@ -110,12 +114,47 @@ impl Cluster {
     /// A namespace with an OperatorGroup (own namespace) and a Subscription to the package.
     pub fn seed_tenant(&self, name: &str) {
         self.seed(&namespace(name));
-        self.seed(&OperatorGroup {
-            metadata: meta(name, "tenant"),
-            spec: OperatorGroupSpec {
+        self.seed_subscription(
+            name,
+            OperatorGroupSpec {
                 target_namespaces: Some(vec![name.to_owned()]),
                 ..OperatorGroupSpec::default()
             },
+        );
+    }
+
+    /// A namespace with nothing in it (a tenant of the AllNamespaces operator).
+    pub fn seed_namespace(&self, name: &str) {
+        self.seed(&namespace(name));
+    }
+
+    /// [`OPERATOR_NAMESPACE`] with an OperatorGroup that targets every namespace (no targets, no
+    /// selector) and a Subscription to the package.
+    pub fn seed_all_namespaces_operator(&self) {
+        self.seed(&namespace(OPERATOR_NAMESPACE));
+        self.seed_subscription(OPERATOR_NAMESPACE, OperatorGroupSpec::default());
+    }
+
+    /// The OLMConfig `cluster` with `spec.features.disableCopiedCSVs`.
+    pub fn seed_olm_config(&self, disable_copies: bool) {
+        self.seed(&OLMConfig::new(CLUSTER, olm_config_spec(disable_copies)));
+    }
+
+    /// Flips `disableCopiedCSVs` through the API as an admin would (one PATCH, tagged
+    /// [`BENCH_AGENT`]).
+    pub async fn set_copies_disabled(&self, disable_copies: bool) {
+        let api: Api<OLMConfig> = Api::all(self.api().client_as(BENCH_AGENT));
+        let patch = serde_json::json!({ "spec": olm_config_spec(disable_copies) });
+        api.patch(CLUSTER, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("flip disableCopiedCSVs");
+    }
+
+    /// An OperatorGroup `tenant` with `spec` and a Subscription to the package in `name`.
+    fn seed_subscription(&self, name: &str, spec: OperatorGroupSpec) {
+        self.seed(&OperatorGroup {
+            metadata: meta(name, "tenant"),
+            spec,
             status: None,
         });
         let mut subscription = Subscription::new(
@@ -170,6 +209,15 @@ impl Cluster {
 /// Tenant namespace names: `tenant-0001` ... (sorted like numbers).
 pub fn tenants(n: usize) -> Vec<String> {
     (1..=n).map(|i| format!("tenant-{i:04}")).collect()
+}
+
+fn olm_config_spec(disable_copies: bool) -> OLMConfigSpec {
+    OLMConfigSpec {
+        features: Some(Features {
+            disable_copied_csvs: Some(disable_copies),
+            ..Features::default()
+        }),
+    }
 }
 
 fn namespace(name: &str) -> Namespace {

@@ -13,15 +13,21 @@
 //! 3. **Rotation**: one source secret's data changes (one PATCH, not counted); timed until all N
 //!    copies carry the new data; the writes it took.
 //!
+//! With `--copied-csvs` (issue 27), each N is run twice, copied CSVs on and off, with one
+//! operator installed for all namespaces and N namespaces that hold nothing else; converged once
+//! each of them holds the operator's copied CSV `Succeeded` (copies on), and the third phase
+//! flips OLMConfig's `disableCopiedCSVs` until every copy is gone, or made ([`scenario`]).
+//!
 //! Requests are the controller's only, by verb and resource, from the API server's request log
 //! (the benchmark's own rotating PATCH is tagged and left out). Memory: `VmRSS` sampled every
 //! 50 ms and `VmHWM` from `/proc/<pid>/status`. CPU time of each phase for the controller and
 //! for the API server, which runs on its own runtime threads in this process ([`cpu`]).
 //!
-//! `cargo bench --bench scale -- [N ...] [--concurrency C] [--resync D] [--steady-secs S]`.
-//! Without `--bench` (`cargo test --benches`) it runs a smoke test with N = 3 against the
-//! debug binary and fails if the controller does not converge, writes at steady state or misses
-//! a rotated copy, so the driver cannot rot.
+//! `cargo bench --bench scale -- [N ...] [--copied-csvs] [--concurrency C] [--resync D]
+//! [--steady-secs S]`. Without `--bench` (`cargo test --benches`) it runs a smoke test with N = 3
+//! of each scenario against the debug binary and fails if the controller does not converge,
+//! writes at steady state (or, copied CSVs, makes any request there), misses a rotated copy or
+//! leaves a copy the switch removed, so the driver cannot rot.
 // Benchmark driver: a failed step aborts the run with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -34,11 +40,13 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod cluster;
 mod controller;
+mod copies_report;
 mod cpu;
 mod measure;
 #[path = "../../tests/ops_support/mod.rs"]
 mod ops_support;
 mod report;
+mod scenario;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
@@ -47,12 +55,13 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use cluster::{Cluster, ROTATED, SOURCES};
+use cluster::{Cluster, ROTATED};
 use controller::{Controller, Options};
 use cpu::{Cpu, Parties};
 use measure::{Expected, Tally};
 use opcat::metrics::controllers::{CSV, INSTALL_PLAN, SUBSCRIPTION};
 use report::RunReport;
+use scenario::Scenario;
 
 /// Scale benchmark of `opcat run`.
 #[derive(Debug, Parser)]
@@ -60,6 +69,10 @@ struct Args {
     /// Subscriptions per run, one namespace each.
     #[arg(default_values_t = [200, 1000])]
     sizes: Vec<usize>,
+    /// One operator installed for all namespaces and N namespaces, each N with copied CSVs on
+    /// and off, instead of N Subscriptions.
+    #[arg(long)]
+    copied_csvs: bool,
     /// `opcat run --concurrency` (parallel reconciles per controller).
     #[arg(long, default_value_t = 16)]
     concurrency: u16,
@@ -84,10 +97,27 @@ struct Args {
 }
 
 impl Args {
+    /// The runs, in order.
+    fn runs(&self) -> Vec<(usize, Scenario)> {
+        let scenarios: &[Scenario] = if self.copied_csvs {
+            &[
+                Scenario::AllNamespaces { copies: true },
+                Scenario::AllNamespaces { copies: false },
+            ]
+        } else {
+            &[Scenario::Subscriptions]
+        };
+        self.sizes
+            .iter()
+            .flat_map(|&n| scenarios.iter().map(move |&scenario| (n, scenario)))
+            .collect()
+    }
+
     /// The smoke run of `cargo test --benches`.
     fn smoke() -> Self {
         Self {
             sizes: vec![3],
+            copied_csvs: false,
             concurrency: 4,
             resync: "2s".into(),
             steady_secs: 5,
@@ -102,13 +132,23 @@ impl Args {
 fn main() {
     let smoke = !std::env::args().any(|arg| arg == "--bench");
     let args = if smoke { Args::smoke() } else { Args::parse() };
+    let mut runs = args.runs();
+    if smoke {
+        runs.extend(
+            Args {
+                copied_csvs: true,
+                ..Args::smoke()
+            }
+            .runs(),
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("tokio runtime");
     let mut reports = Vec::new();
-    for (index, &n) in args.sizes.iter().enumerate() {
+    for (index, &(n, scenario)) in runs.iter().enumerate() {
         // The API server's own runtime: its CPU time is measured apart from the benchmark's.
         // A fresh one per run, shut down after it, so nothing of an earlier run's server
         // (connection tasks, watch streams) is left to run in a later one.
@@ -119,17 +159,44 @@ fn main() {
             .enable_all()
             .build()
             .expect("the API server's tokio runtime");
-        let report = runtime.block_on(run(n, &args, api_runtime.handle(), api_threads));
+        let report = runtime.block_on(run(n, scenario, &args, api_runtime.handle(), api_threads));
         api_runtime.shutdown_timeout(Duration::from_secs(10));
         eprintln!("{}", report.details());
         reports.push(report);
     }
-    println!("{}", report::table(&reports));
-    for (n, check, met) in report::targets(&reports) {
-        println!("- N={n}: {check}: {}", if met { "met" } else { "MISSED" });
+    println!("{}", report::tables(&reports));
+    for (run, check, met) in report::all_targets(&reports) {
+        println!("- {run}: {check}: {}", if met { "met" } else { "MISSED" });
     }
     if smoke {
-        let report = &reports[0];
+        smoke_checks(&reports);
+    }
+}
+
+/// What the smoke run asserts.
+fn smoke_checks(reports: &[RunReport]) {
+    for report in reports {
+        if report.scenario != Scenario::Subscriptions {
+            assert_eq!(
+                report.steady_requests.total(),
+                0,
+                "smoke ({}): requests at steady state:\n{}",
+                report.scenario,
+                report.steady_requests
+            );
+            // On: one in each of the N namespaces at least; off: none anywhere.
+            let expected = if report.scenario == (Scenario::AllNamespaces { copies: true }) {
+                report.converged_copies >= report.n
+            } else {
+                report.converged_copies == 0
+            };
+            assert!(
+                expected,
+                "smoke ({}): {} copied CSVs after the steady window",
+                report.scenario, report.converged_copies
+            );
+            continue;
+        }
         assert_eq!(
             report.steady_requests.writes(),
             0,
@@ -144,12 +211,13 @@ fn main() {
                 report.converge_reconciles
             );
         }
-        eprintln!("scale smoke passed (N=3); run scripts/bench-scale.sh for the benchmark");
     }
+    eprintln!("scale smoke passed (N=3); run scripts/bench-scale.sh for the benchmark");
 }
 
 async fn run(
     n: usize,
+    scenario: Scenario,
     args: &Args,
     api_runtime: &tokio::runtime::Handle,
     api_threads: String,
@@ -159,7 +227,7 @@ async fn run(
         .clone()
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_opcat")));
     let timeout = Duration::from_secs(args.timeout_secs);
-    eprintln!("N={n}: starting the registry and the API server");
+    eprintln!("N={n} ({scenario}): starting the registry and the API server");
     let cluster = Cluster::start(api_runtime).await;
     let api = cluster.api().clone();
     let mut controller = Controller::start(&Options {
@@ -186,26 +254,18 @@ async fn run(
     let cpu_start = Cpu::now(&parties);
     let registry_before = cluster.registry_requests();
     let start = Instant::now();
-    cluster.seed_catalog();
-    for tenant in &tenants {
-        cluster.seed_tenant(tenant);
-    }
-    let mut expected: Expected = SOURCES
-        .iter()
-        .map(|source| {
-            (
-                cluster.catalog.copy_name(source),
-                cluster.source_data(source),
-            )
-        })
-        .collect();
+    scenario.seed(&cluster, &tenants);
+    let mut expected: Expected = vec![(
+        cluster.catalog.copy_name(ROTATED),
+        cluster.source_data(ROTATED),
+    )];
     let converge = measure::wait_all(
         "converge",
-        &tenants,
+        &scenario.converging(&tenants),
         start,
         timeout,
         || controller.assert_running(),
-        |tenant| measure::installed(&cluster, tenant, &expected),
+        |namespace| scenario.converged(&cluster, namespace, &expected),
     )
     .await;
     let converged_memory = controller.memory();
@@ -229,27 +289,45 @@ async fn run(
     let steady_reconciles = reconciles_steady.since(&reconciles_converged);
     let steady_memory = controller.memory();
     let watched = measure::watched_objects(&cluster);
+    let converged_copies = scenario::copies(&cluster);
 
-    // 3. Rotation.
-    eprintln!("N={n}: rotating {ROTATED}");
+    // 3. Rotation, or the copied-CSV switch flipped.
+    eprintln!("N={n}: {}", scenario.change());
     api.reset_counts();
     let cpu_start = Cpu::now(&parties);
     let start = Instant::now();
-    let rotated = cluster.rotate().await;
-    for (copy, data) in &mut expected {
-        if *copy == cluster.catalog.copy_name(ROTATED) {
-            *data = rotated.clone();
+    let fan_out = match scenario {
+        Scenario::Subscriptions => {
+            let rotated = cluster.rotate().await;
+            for (copy, data) in &mut expected {
+                if *copy == cluster.catalog.copy_name(ROTATED) {
+                    *data = rotated.clone();
+                }
+            }
+            measure::wait_all(
+                "rotation",
+                &tenants,
+                start,
+                timeout,
+                || controller.assert_running(),
+                |tenant| measure::copies_carry(&cluster, tenant, &expected),
+            )
+            .await
         }
-    }
-    let fan_out = measure::wait_all(
-        "rotation",
-        &tenants,
-        start,
-        timeout,
-        || controller.assert_running(),
-        |tenant| measure::copies_carry(&cluster, tenant, &expected),
-    )
-    .await;
+        Scenario::AllNamespaces { copies } => {
+            cluster.set_copies_disabled(copies).await;
+            let flipped = Scenario::AllNamespaces { copies: !copies };
+            measure::wait_all(
+                flipped.change(),
+                &tenants,
+                start,
+                timeout,
+                || controller.assert_running(),
+                |tenant| flipped.converged(&cluster, tenant, &expected),
+            )
+            .await
+        }
+    };
     measure::wait_quiet(&api, quiet, timeout).await;
     let rotation_requests = Tally::of(&api);
     let rotation_cpu = Cpu::now(&parties).since(&cpu_start);
@@ -259,6 +337,8 @@ async fn run(
     let memory = controller.stop();
     RunReport {
         n,
+        scenario,
+        converged_copies,
         concurrency: args.concurrency,
         resync: args.resync.clone(),
         converge,

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use fake_apiserver::{FakeApiServer, LoggedRequest, Verb};
 use k8s_openapi::ByteString;
 use serde_json::Value;
@@ -122,14 +124,27 @@ pub fn installed(cluster: &Cluster, namespace: &str, expected: &Expected) -> boo
     succeeded == Some(true) && copies_carry(cluster, namespace, expected)
 }
 
-/// Whether every copy in `namespace` exists with the expected data.
+/// Whether every copy in `namespace` exists with the expected data: the same keys, each the
+/// same JSON document (a copy holds the source's entries its images need, each whole, written
+/// sorted and compact: issue 23; the bench's source holds only entries the operator needs).
 pub fn copies_carry(cluster: &Cluster, namespace: &str, expected: &Expected) -> bool {
     expected.iter().all(|(copy, data)| {
-        let data = serde_json::to_value(data).unwrap_or_default();
         cluster
             .api()
             .inspect("", "secrets", namespace, copy, |secret| {
-                secret.get("data") == Some(&data)
+                let Some(stored) = secret.get("data").and_then(Value::as_object) else {
+                    return false;
+                };
+                stored.len() == data.len()
+                    && data.iter().all(|(key, bytes)| {
+                        let want = serde_json::from_slice::<Value>(&bytes.0).ok();
+                        let have = stored
+                            .get(key)
+                            .and_then(Value::as_str)
+                            .and_then(|text| BASE64.decode(text).ok())
+                            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+                        want.is_some() && want == have
+                    })
             })
             .unwrap_or(false)
     })

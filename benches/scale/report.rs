@@ -9,6 +9,7 @@ use fake_apiserver::Verb;
 use crate::controller::Memory;
 use crate::cpu::Cpu;
 use crate::measure::{Reconciles, Tally};
+use crate::scenario::Scenario;
 
 /// Issue 12 targets.
 pub const CONVERGE_1000_TARGET: Duration = Duration::from_secs(15);
@@ -17,7 +18,7 @@ pub const STEADY_PER_SUBSCRIPTION_TARGET: f64 = 1.0;
 pub const FAN_OUT_TARGET: Duration = Duration::from_secs(10);
 pub const RSS_TARGET: u64 = 400 * 1000 * 1000;
 
-const VERBS: [Verb; 7] = [
+pub const VERBS: [Verb; 7] = [
     Verb::Get,
     Verb::List,
     Verb::Watch,
@@ -29,8 +30,11 @@ const VERBS: [Verb; 7] = [
 
 /// What one run measured.
 pub struct RunReport {
-    /// Subscriptions, one per namespace.
+    /// Subscriptions, one per namespace; or namespaces of the AllNamespaces operator.
     pub n: usize,
+    pub scenario: Scenario,
+    /// Copied CSVs in the cluster after the steady window.
+    pub converged_copies: usize,
     pub concurrency: u16,
     pub resync: String,
     /// From the first object created until every namespace is installed.
@@ -65,7 +69,7 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    fn per_subscription(&self, count: u64) -> f64 {
+    pub fn per_subscription(&self, count: u64) -> f64 {
         count as f64 / self.n as f64
     }
 
@@ -97,13 +101,14 @@ impl RunReport {
             )
         };
         let mut text = format!(
-            "== N = {} (concurrency {}, resync {}) ==\n\
+            "== N = {} ({}; concurrency {}, resync {}) ==\n\
              idle: RSS {}\n\
-             converge: {:.1} s, {} requests ({:.1} per Subscription), {}, RSS {} (peak {})\n{}\
-             steady ({} s window): {} writes, {} reads ({:.2} requests per Subscription per resync), {}, RSS {} (peak {})\n{}\
-             rotation fan-out: {:.2} s, {} requests ({} writes), {}\n{}\
-             end: RSS {}, peak {}; {:.1} kB per namespace, {:.2} kB per watched object ({:?}); {} WARN/ERROR log lines\n",
+             converge: {:.1} s, {} requests ({:.1} per {unit}), {}, RSS {} (peak {})\n{}\
+             steady ({} s window): {} writes, {} reads ({:.2} requests per {unit} per resync), {}, RSS {} (peak {})\n{}\
+             {}: {:.2} s, {} requests ({} writes), {}\n{}\
+             end: RSS {}, peak {}; {:.1} kB per namespace, {:.2} kB per watched object ({:?}); {} copied CSVs after the steady window; {} WARN/ERROR log lines\n",
             self.n,
+            self.scenario,
             self.concurrency,
             self.resync,
             mb(self.idle_memory.rss),
@@ -122,6 +127,7 @@ impl RunReport {
             mb(self.steady_memory.rss),
             mb(self.steady_memory.peak),
             self.steady_requests,
+            self.scenario.change(),
             self.fan_out.as_secs_f64(),
             self.rotation_requests.total(),
             self.rotation_requests.writes(),
@@ -132,12 +138,16 @@ impl RunReport {
             self.rss_per_namespace() / 1e3,
             self.rss_per_object() / 1e3,
             self.watched,
+            self.converged_copies,
             self.warnings.len(),
+            unit = self.scenario.unit(),
         );
         text.push_str(&format!(
-            "reconciles per Subscription: converge {}; steady {}; rotation {}\n",
+            "reconciles per {}: converge {}; steady {}; {} {}\n",
+            self.scenario.unit(),
             self.converge_reconciles.per_subscription(self.n),
             self.steady_reconciles.per_subscription(self.n),
+            self.scenario.change(),
             self.rotation_reconciles.per_subscription(self.n),
         ));
         for line in self.warnings.iter().take(10) {
@@ -150,7 +160,7 @@ impl RunReport {
 }
 
 /// `min–max` of the runs (one value when they agree to the shown precision).
-fn spread(
+pub fn spread(
     runs: &[&RunReport],
     value: impl Fn(&RunReport) -> f64,
     show: impl Fn(f64) -> String,
@@ -166,11 +176,13 @@ fn spread(
     }
 }
 
-/// Runs grouped by N, in the order first run.
-fn by_size(reports: &[RunReport]) -> Vec<(usize, Vec<&RunReport>)> {
+/// Runs grouped by N and scenario, in the order first run.
+pub fn by_size<'a>(reports: &[&'a RunReport]) -> Vec<(usize, Vec<&'a RunReport>)> {
     let mut groups: Vec<(usize, Vec<&RunReport>)> = Vec::new();
-    for report in reports {
-        match groups.iter_mut().find(|(n, _)| *n == report.n) {
+    for &report in reports {
+        let same =
+            |runs: &Vec<&RunReport>| runs[0].n == report.n && runs[0].scenario == report.scenario;
+        match groups.iter_mut().find(|(_, runs)| same(runs)) {
             Some((_, runs)) => runs.push(report),
             None => groups.push((report.n, vec![report])),
         }
@@ -178,9 +190,37 @@ fn by_size(reports: &[RunReport]) -> Vec<(usize, Vec<&RunReport>)> {
     groups
 }
 
+/// The runs of each kind of scenario.
+fn split(reports: &[RunReport]) -> (Vec<&RunReport>, Vec<&RunReport>) {
+    reports
+        .iter()
+        .partition(|report| report.scenario == Scenario::Subscriptions)
+}
+
+/// The tables of every scenario run.
+pub fn tables(reports: &[RunReport]) -> String {
+    let (subscriptions, copies) = split(reports);
+    let mut text = String::new();
+    if !subscriptions.is_empty() {
+        text.push_str(&table(&subscriptions));
+    }
+    if !copies.is_empty() {
+        text.push_str(&crate::copies_report::table(&copies));
+    }
+    text
+}
+
+/// The targets of every run: `(run, target, met)`.
+pub fn all_targets(reports: &[RunReport]) -> Vec<(String, String, bool)> {
+    let (subscriptions, copies) = split(reports);
+    let mut checks = targets(&subscriptions);
+    checks.extend(crate::copies_report::targets(&copies));
+    checks
+}
+
 /// The README tables: one row per N with the spread over its runs, then the requests of each
 /// phase by verb and resource (first run of each N).
-pub fn table(reports: &[RunReport]) -> String {
+fn table(reports: &[&RunReport]) -> String {
     let mut text = String::from(
         "| Subscriptions | runs | converge | requests / Subscription to converge (get, list, watch, create, update, patch, delete) | steady state: requests / Subscription / resync period (writes) | rotation fan-out | rotation requests (writes) | controller peak RSS | RSS / namespace | CPU to converge: opcat, API server, registry |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
@@ -222,14 +262,15 @@ pub fn table(reports: &[RunReport]) -> String {
             spread(&runs, |r| r.converge_cpu.registry.as_secs_f64(), secs(1)),
         ));
     }
-    for (n, runs) in by_size(reports) {
-        text.push_str(&phases(n, runs[0]));
+    for (_, runs) in by_size(reports) {
+        text.push_str(&phases(runs[0]));
     }
     text
 }
 
 /// The requests of each phase by verb and resource.
-fn phases(n: usize, run: &RunReport) -> String {
+pub fn phases(run: &RunReport) -> String {
+    let n = run.n;
     let mut rows: BTreeMap<(Verb, String), [u64; 3]> = BTreeMap::new();
     for (phase, tally) in [
         &run.converge_requests,
@@ -244,9 +285,11 @@ fn phases(n: usize, run: &RunReport) -> String {
         }
     }
     let mut text = format!(
-        "\nN = {n}, first run: the controller's requests by verb and resource\n\n\
-         | verb | resource | converge | steady ({} s) | rotation |\n|---|---|---|---|---|\n",
-        run.steady_window.as_secs()
+        "\nN = {n} ({}), first run: the controller's requests by verb and resource\n\n\
+         | verb | resource | converge | steady ({} s) | {} |\n|---|---|---|---|---|\n",
+        run.scenario,
+        run.steady_window.as_secs(),
+        run.scenario.change(),
     );
     for ((verb, resource), [converge, steady, rotation]) in &rows {
         text.push_str(&format!(
@@ -261,17 +304,19 @@ fn phases(n: usize, run: &RunReport) -> String {
     .map(|tally| tally.total().to_string());
     text.push_str(&format!("| all | | {} |\n", totals.join(" | ")));
     text.push_str(&format!(
-        "\nRegistry requests to converge: {} ({:.2} per Subscription)\n",
+        "\nRegistry requests to converge: {} ({:.2} per {})\n",
         run.converge_registry_requests,
-        run.converge_registry_requests as f64 / n as f64
+        run.converge_registry_requests as f64 / n as f64,
+        run.scenario.unit(),
     ));
     text.push_str(&format!(
-        "\nCPU time (opcat / API server / registry): converge {:.1} s / {:.1} s / {:.1} s; steady {:.1} s / {:.1} s; rotation {:.1} s / {:.1} s\n",
+        "\nCPU time (opcat / API server / registry): converge {:.1} s / {:.1} s / {:.1} s; steady {:.1} s / {:.1} s; {} {:.1} s / {:.1} s\n",
         run.converge_cpu.controller.as_secs_f64(),
         run.converge_cpu.api_server.as_secs_f64(),
         run.converge_cpu.registry.as_secs_f64(),
         run.steady_cpu.controller.as_secs_f64(),
         run.steady_cpu.api_server.as_secs_f64(),
+        run.scenario.change(),
         run.rotation_cpu.controller.as_secs_f64(),
         run.rotation_cpu.api_server.as_secs_f64(),
     ));
@@ -279,25 +324,26 @@ fn phases(n: usize, run: &RunReport) -> String {
 }
 
 /// Issue 12 targets for each run: `(run, target, met)`.
-pub fn targets(reports: &[RunReport]) -> Vec<(usize, String, bool)> {
+fn targets(reports: &[&RunReport]) -> Vec<(String, String, bool)> {
     let mut checks = Vec::new();
     let smallest = reports.iter().min_by_key(|r| r.n);
-    for r in reports {
+    for &r in reports {
+        let run = format!("N={}", r.n);
         if r.n == 1000 {
             checks.push((
-                r.n,
+                run.clone(),
                 format!("converge {:.1} s ≤ 15 s", r.converge.as_secs_f64()),
                 r.converge <= CONVERGE_1000_TARGET,
             ));
         }
         let per = r.per_subscription(r.converge_requests.total());
         checks.push((
-            r.n,
+            run.clone(),
             format!("requests per Subscription to converge {per:.1} ≤ 40"),
             per <= REQUESTS_PER_SUBSCRIPTION_TARGET,
         ));
         checks.push((
-            r.n,
+            run.clone(),
             format!(
                 "steady state: {:.2} requests per Subscription per resync period ≤ 1, {} writes = 0",
                 r.steady_per_subscription(),
@@ -307,12 +353,12 @@ pub fn targets(reports: &[RunReport]) -> Vec<(usize, String, bool)> {
                 && r.steady_requests.writes() == 0,
         ));
         checks.push((
-            r.n,
+            run.clone(),
             format!("rotation fan-out {:.2} s ≤ 10 s", r.fan_out.as_secs_f64()),
             r.fan_out <= FAN_OUT_TARGET,
         ));
         checks.push((
-            r.n,
+            run.clone(),
             format!("controller peak RSS {} ≤ 400 MB", mb(r.memory.peak)),
             r.memory.peak <= RSS_TARGET,
         ));
@@ -320,7 +366,7 @@ pub fn targets(reports: &[RunReport]) -> Vec<(usize, String, bool)> {
             let per_small = small.converge.as_secs_f64() / small.n as f64;
             let per_large = r.converge.as_secs_f64() / r.n as f64;
             checks.push((
-                r.n,
+                run.clone(),
                 format!(
                     "converge time per Subscription {:.2} ms vs {:.2} ms at N={} (linear or better)",
                     per_large * 1e3,
