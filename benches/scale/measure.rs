@@ -72,6 +72,21 @@ impl Tally {
         self.0.values().sum()
     }
 
+    /// Writes to `resource` and its subresources.
+    pub fn writes_to(&self, resource: &str) -> u64 {
+        self.0
+            .iter()
+            .filter(|((verb, key), _)| {
+                verb.is_write()
+                    && (key == resource
+                        || key
+                            .strip_prefix(resource)
+                            .is_some_and(|rest| rest.starts_with('/')))
+            })
+            .map(|(_, count)| count)
+            .sum()
+    }
+
     pub fn writes(&self) -> u64 {
         self.sum(|verb| verb.is_write())
     }

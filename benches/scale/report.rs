@@ -33,8 +33,9 @@ pub struct RunReport {
     /// Subscriptions, one per namespace; or namespaces of the AllNamespaces operator.
     pub n: usize,
     pub scenario: Scenario,
-    /// Copied CSVs in the cluster after the steady window.
+    /// Copied CSVs in the cluster after the steady window, and at the end.
     pub converged_copies: usize,
+    pub final_copies: usize,
     pub concurrency: u16,
     pub resync: String,
     /// From the first object created until every namespace is installed.

@@ -8,7 +8,8 @@
 //! Cheap at scale (OLM's copies took clusters down, operator-lifecycle-manager #2701): copies are
 //! watched as metadata only ([`store`]); a copy carries hashes of what it was written from, so a
 //! reconcile compares hashes from the stores and a converged cluster makes no request; a write
-//! reads the original once and writes only the copies that differ.
+//! reads the original once and writes only the copies that differ; an original is planned again
+//! only once the copy store shows its last writes ([`expectations`]).
 //!
 //! A copy is not an install: opcat's CSV watch selects `!olm.copiedFrom`, so no other controller
 //! sees copies (no pull-secret propagation, no Operator, no resolution as installed).
@@ -17,6 +18,7 @@
 //! `Controller`: an original that is gone must still be reconciled, to remove its copies.
 
 mod error;
+mod expectations;
 mod olm_config;
 mod reconcile;
 pub mod store;
@@ -221,6 +223,7 @@ async fn work(
         queue.push(origin);
     }
     let held = Held::default();
+    let expectations = expectations::Expectations::default();
     super::work_queue::serve(
         &context,
         CONTROLLER,
@@ -231,8 +234,25 @@ async fn work(
         |origin: Origin| {
             let context = &context;
             let held = &held;
+            let expectations = &expectations;
+            let queue = &queue;
             async move {
-                reconcile::reconcile(context, &origin, held).await?;
+                if expectations.waiting(&origin, &context.stores.copied_csvs) {
+                    // The store's event for the last write it shows, or the patience's end,
+                    // queues it again.
+                    return Ok(Action::await_change());
+                }
+                let made = match reconcile::reconcile(context, &origin, held).await {
+                    Ok(made) => made,
+                    Err(error) => {
+                        expectations.forget(&origin);
+                        return Err(error);
+                    }
+                };
+                if !made.is_empty() {
+                    expectations.expect(&origin, made);
+                    queue.push_later(origin.clone(), expectations::PATIENCE);
+                }
                 olm_config::write_status(context).await?;
                 Ok::<_, CopyError>(Action::await_change())
             }

@@ -135,13 +135,17 @@ fn decide(context: &Context, origin: &Origin, observed: &Observed) -> Decided {
     }
 }
 
-/// Brings the copies of `origin` in line. `held` names namespaces where a CSV that is not a
-/// copy holds the name (skipped; see [`super::Held`]).
+/// A write made: the target namespace and the hashes its copy carries now (`None`: deleted).
+pub type Made = (String, Option<Hashes>);
+
+/// Brings the copies of `origin` in line; returns the writes made, for the store to show
+/// before the next plan ([`super::expectations`]). `held` names namespaces where a CSV that is
+/// not a copy holds the name (skipped; see [`super::Held`]).
 pub fn reconcile<'a>(
     context: &'a Context,
     origin: &'a Origin,
     held: &'a super::Held,
-) -> BoxFuture<'a, Result<(), CopyError>> {
+) -> BoxFuture<'a, Result<Vec<Made>, CopyError>> {
     async move { reconcile_now(context, origin, held).await }.boxed()
 }
 
@@ -149,7 +153,7 @@ async fn reconcile_now(
     context: &Context,
     origin: &Origin,
     held: &super::Held,
-) -> Result<(), CopyError> {
+) -> Result<Vec<Made>, CopyError> {
     let observed = observe(context, origin);
     let Decided {
         mut plan,
@@ -159,7 +163,7 @@ async fn reconcile_now(
     plan.create
         .retain(|namespace| !held.holds(origin, namespace));
     if plan.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let (namespace, name) = (&*origin.0, &*origin.1);
     tracing::info!(
@@ -172,11 +176,13 @@ async fn reconcile_now(
         "bringing copied CSVs in line"
     );
     let mut errors: Vec<ApplyError> = Vec::new();
+    let mut made: Vec<Made> = Vec::new();
     if !plan.delete.is_empty() {
         errors.extend(delete(context, name, &plan.delete, &observed.copies).await);
+        made.extend(plan.delete.iter().map(|target| (target.clone(), None)));
     }
     let (Some(hashes), Some(prototype)) = (hashes, prototype) else {
-        return first(errors);
+        return first(errors, made);
     };
     // The copies' content comes from the CSV as the server has it: the store drops what only
     // user interfaces read (description, icon, `alm-examples`), which tenants see in a copy.
@@ -186,7 +192,7 @@ async fn reconcile_now(
         let api: Api<ClusterServiceVersion> = Api::namespaced(context.client.clone(), namespace);
         match api.get_opt(name).await {
             Ok(Some(full)) => Some(copied_csv::prototype(&full)),
-            Ok(None) => return first(errors),
+            Ok(None) => return first(errors, made),
             Err(source) => {
                 errors.push(ApplyError::new(
                     "read",
@@ -194,7 +200,7 @@ async fn reconcile_now(
                     format!("{namespace}/{name}"),
                     source,
                 ));
-                return first(errors);
+                return first(errors, made);
             }
         }
     };
@@ -209,12 +215,23 @@ async fn reconcile_now(
         origin,
     };
     errors.extend(writes.run(&plan).await);
-    first(errors)
+    let written = plan
+        .create
+        .iter()
+        .filter(|target| !held.holds(origin, target));
+    made.extend(
+        written
+            .chain(&plan.update)
+            .chain(&plan.status)
+            .map(|target| (target.clone(), Some(hashes.clone()))),
+    );
+    first(errors, made)
 }
 
-fn first(errors: Vec<ApplyError>) -> Result<(), CopyError> {
+/// The first error, or the writes made.
+fn first(errors: Vec<ApplyError>, made: Vec<Made>) -> Result<Vec<Made>, CopyError> {
     match errors.into_iter().next() {
-        None => Ok(()),
+        None => Ok(made),
         Some(error) => Err(CopyError::Write(Box::new(error))),
     }
 }

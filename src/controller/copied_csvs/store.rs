@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, watch};
 use crate::api::ClusterServiceVersion;
 use crate::api::olm_keys::COPIED_FROM;
 use crate::controller::stores::{Driver, Scope};
-use crate::copied_csv::{NON_STATUS_HASH, STATUS_HASH, Written};
+use crate::copied_csv::{Hashes, NON_STATUS_HASH, STATUS_HASH, Written};
 use crate::interner::Strings;
 
 /// The original CSV a copy was made from: `(namespace, name)`.
@@ -147,6 +147,26 @@ impl CopiedCsvs {
         };
         let origin: Origin = (namespace.into(), name.into());
         state.by_origin.get(&origin).cloned().unwrap_or_default()
+    }
+
+    /// Whether the copy of `origin` in `target` is there with `hashes` written on it
+    /// (`Some`), or absent (`None`).
+    pub fn shows(&self, origin: &Origin, target: &str, hashes: Option<&Hashes>) -> bool {
+        let Ok(state) = self.state.read() else {
+            return false;
+        };
+        let copy = state
+            .by_origin
+            .get(origin)
+            .and_then(|copies| copies.get(target));
+        match (copy, hashes) {
+            (None, None) => true,
+            (Some(copy), Some(hashes)) => {
+                copy.non_status.as_deref() == Some(hashes.non_status.as_str())
+                    && copy.status.as_deref() == Some(hashes.status.as_str())
+            }
+            _ => false,
+        }
     }
 
     /// How many copies the original `namespace/name` has.
