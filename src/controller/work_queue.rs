@@ -55,6 +55,23 @@ impl<K: Clone + Eq + Hash + Send + 'static> Queue<K> {
         }
     }
 
+    /// Queues `key` after `delay` unless it is waiting already: the events of a burst (an
+    /// install's objects changing one after the other) make one reconcile, `delay` after the
+    /// first, which sees them all.
+    pub fn push_settled(&self, key: K, delay: Duration) {
+        let Ok(mut pending) = self.pending.lock() else {
+            return;
+        };
+        if pending.insert(key.clone()) {
+            let sender = self.sender.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                // The worker stopped: nothing left to do.
+                let _ = sender.send(key);
+            });
+        }
+    }
+
     /// `key` was taken by the worker: pushing it again queues it again.
     pub fn taken(&self, key: &K) {
         if let Ok(mut pending) = self.pending.lock() {

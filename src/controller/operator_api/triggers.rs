@@ -22,9 +22,10 @@ use crate::controller::stored_object::{StoredCsv, StoredPlan, StoredSubscription
 use crate::controller::stores::Reflectors;
 use crate::controller::work_queue::Queue;
 
-/// How long an Operator event waits before its install is looked at: the events of opcat's own
-/// create and status write come in pairs, and the second one settles the first.
-const OPERATOR_EVENT_DELAY: Duration = Duration::from_secs(1);
+/// How long an event waits before its install is looked at: an install's objects change in
+/// bursts (its CSV's phases, its Deployments' conditions, its Subscription's status; opcat's
+/// own create and status write of the Operator), and one status write after a burst is enough.
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// The install of a Subscription.
 fn of_subscription(subscription: &StoredSubscription) -> Option<Install> {
@@ -164,23 +165,13 @@ pub fn run(
             conditions.boxed(),
         ])
     };
-    let direct = {
-        let queue = queue.clone();
-        installs.for_each(move |install| {
-            queue.push(install);
+    let operators = operators.filter_map(|name| std::future::ready(Install::of_operator(&name)));
+    futures::stream::select(installs, operators)
+        .for_each(move |install| {
+            queue.push_settled(install, SETTLE);
             std::future::ready(())
         })
-    };
-    let delayed = operators.for_each(move |name| {
-        if let Some(install) = Install::of_operator(&name) {
-            queue.push_later(install, OPERATOR_EVENT_DELAY);
-        }
-        std::future::ready(())
-    });
-    async move {
-        futures::join!(direct, delayed);
-    }
-    .boxed()
+        .boxed()
 }
 
 #[cfg(test)]
