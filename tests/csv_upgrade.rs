@@ -191,9 +191,26 @@ async fn uninstall_removes_everything_opcat_added_except_the_crd() {
 
     delete_csv(&env, NS, &csv.name_any()).await;
     wait_gone(&env, NS, &csv.name_any()).await;
+    let crd = "CustomResourceDefinition /widgets.example.opcat.dev".to_owned();
+    // The uninstall removed everything before the CSV went, but its copies in the other
+    // namespaces: the copied-CSV controller removes those from the moment the CSV is being
+    // deleted, and may finish after it is gone (OLM removes them after it).
+    let copy = |object: &String| object.starts_with("ClusterServiceVersion ");
+    assert_eq!(
+        objects_marked_by_opcat(&env)
+            .iter()
+            .filter(|object| !copy(object))
+            .collect::<Vec<_>>(),
+        [&crd],
+        "nothing of opcat's remains but the CRD and copies of the CSV"
+    );
+    env.wait_until("the copies of the CSV are gone", TIMEOUT, || {
+        env.api.list::<ClusterServiceVersion>(None).is_empty()
+    })
+    .await;
     assert_eq!(
         objects_marked_by_opcat(&env),
-        BTreeSet::from(["CustomResourceDefinition /widgets.example.opcat.dev".to_owned()]),
+        BTreeSet::from([crd]),
         "nothing of opcat's remains but the CRD"
     );
     assert!(
