@@ -291,6 +291,7 @@ async fn all_namespaces_install_lifts_permissions_to_cluster_roles() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_group_problems_fail_with_olm_reasons_until_fixed() {
+    logs();
     let mut env = Env::new().await;
     namespaces(&env, &[NS, "other"]).await;
     catalog_with_secrets(&env, &[SECRET]).await;

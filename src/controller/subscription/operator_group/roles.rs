@@ -9,10 +9,10 @@
 
 use std::collections::BTreeSet;
 
-use kube::api::{Api, Patch};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
-use super::super::super::apply::{ApplyError, Outcome, apply_params};
+use super::super::super::apply::{ApplyError, Outcome, is_not_found};
 use super::super::super::cluster_roles;
 use super::super::super::context::Context;
 use crate::api::OperatorGroup;
@@ -61,23 +61,29 @@ pub async fn ensure(context: &Context, group: &OperatorGroup) -> Result<Written,
     if let Some(desired) = desired_annotation(current.map(String::as_str), &apis)
         && current != Some(&desired)
     {
+        // A merge patch, not an apply: an apply creates what is missing, so one racing the
+        // group's deletion brought it back with an empty spec (a group of all namespaces). The
+        // uid keeps a group created again under the name from taking this write.
         let body = serde_json::json!({
-            "apiVersion": OperatorGroup::api_version(&()),
-            "kind": OperatorGroup::kind(&()),
-            "metadata": {"name": name, "annotations": {PROVIDED_APIS_ANNOTATION: desired}},
+            "metadata": {"uid": group.uid(), "annotations": {PROVIDED_APIS_ANNOTATION: desired}},
         });
         let api: Api<OperatorGroup> = Api::namespaced(context.client.clone(), &namespace);
-        let group = api
-            .patch(&name, &apply_params(), &Patch::Apply(&body))
+        let group = match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&body))
             .await
-            .map_err(|source| {
-                ApplyError::new(
+        {
+            Ok(group) => group,
+            // Deleted meanwhile: there is nothing to annotate.
+            Err(error) if is_not_found(&error) => return Ok(written),
+            Err(source) => {
+                return Err(ApplyError::new(
                     "annotate",
                     "OperatorGroup",
                     format!("{namespace}/{name}"),
                     source,
-                )
-            })?;
+                ));
+            }
+        };
         tracing::info!(%namespace, %name, provided_apis = %desired, "OperatorGroup provided APIs updated");
         written.group = Some(group);
     }
