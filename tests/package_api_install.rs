@@ -256,8 +256,15 @@ async fn kubectl_operator_uninstall(env: &support::Env, namespace: &str, package
     // list-operands: the Operator's CSV reference, then the CRs of its owned CRDs.
     let operators: Api<Operator> = Api::all(client.clone());
     let operator_name = format!("{package}.{namespace}");
-    let operator = operators.get(&operator_name).await.unwrap();
-    let refs = operator.status.unwrap().components.unwrap().refs.unwrap();
+    // (The user runs it once the install has settled: its Operator lists the CSV.)
+    let refs = poll("the Operator to list the CSV", async || {
+        let operator = operators.get_opt(&operator_name).await.unwrap()?;
+        let refs = operator.status?.components?.refs?;
+        refs.iter()
+            .any(|r| r.name.as_deref() == Some(csv_name.as_str()))
+            .then_some(refs)
+    })
+    .await;
     let csv_ref = refs
         .iter()
         .find(|r| {

@@ -108,12 +108,12 @@ pub async fn apply_all(
             }
         }
         let desired = match &current {
-            Some(existing) if types.kind == CRD_KIND => {
-                let shared = shared_crd(object, existing, |namespace, name| {
+            Some(existing) if types.kind == CRD_KIND => with_applied_hash(&without_components(
+                shared_crd(object, existing, |namespace, name| {
                     holder_is_installed(context, namespace, name)
-                });
-                with_applied_hash(&with_live_components(shared, existing))
-            }
+                }),
+            )),
+            _ if types.kind == CRD_KIND => with_applied_hash(&without_components(object.clone())),
             _ => with_applied_hash(object),
         };
         if let (Some(partial), Some(verified)) = (&current, verified) {
@@ -199,21 +199,15 @@ fn shared_crd(
     shared
 }
 
-/// `desired` with the component labels (`operators.coreos.com/<package>.<namespace>`) `live`
-/// carries: a CRD shared by several installs is a component of each, as OLM labels it, and an
-/// apply by one (a single field manager) must not take the others' labels away. An install
-/// that is uninstalled removes its own label ([`super::component_release`]).
-fn with_live_components(mut desired: DynamicObject, live: &DynamicObject) -> DynamicObject {
-    let components = live
-        .labels()
-        .iter()
-        .filter(|(key, _)| is_component_label(key));
-    let mut components = components.peekable();
-    if components.peek().is_some() {
-        let labels = desired.metadata.labels.get_or_insert_default();
-        for (key, value) in components {
-            labels.entry(key.clone()).or_insert_with(|| value.clone());
-        }
+/// `desired` without component labels (`operators.coreos.com/<package>.<namespace>`). A CRD
+/// is shared by every install of its operator and is a component of each: each install's label
+/// is set by a merge patch of that one label (the Operator reconciler, as OLM's adoption
+/// controller) and removed by one at uninstall ([`super::component_release`]), so that the
+/// applies of the CRD, by one field manager, neither carry nor remove them (carrying them made
+/// every install rewrite the CRD whenever another install's label appeared).
+fn without_components(mut desired: DynamicObject) -> DynamicObject {
+    if let Some(labels) = desired.metadata.labels.as_mut() {
+        labels.retain(|key, _| !is_component_label(key));
     }
     desired
 }
@@ -403,21 +397,14 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_crd_keeps_the_component_labels_of_every_install() {
-        let mut live = crd("widget.v1", "team-a", json!({}));
-        live.labels_mut()
-            .insert("operators.coreos.com/widget.team-a".into(), String::new());
+    fn a_crd_is_applied_without_component_labels() {
         let mut rendered = crd("widget.v1", "team-b", json!({}));
         rendered
             .labels_mut()
             .insert("operators.coreos.com/widget.team-b".into(), String::new());
-        let desired = with_live_components(rendered, &live);
-        for install in ["team-a", "team-b"] {
-            assert_eq!(
-                desired.labels()[&format!("operators.coreos.com/widget.{install}")],
-                ""
-            );
-        }
+        let desired = without_components(rendered);
+        assert!(!desired.labels().keys().any(|key| is_component_label(key)));
+        assert_eq!(desired.labels()[CSV_LABEL], "widget.v1");
     }
 
     #[test]

@@ -172,6 +172,27 @@ pub fn subscriptions(context: &Context, install: &Install) -> Vec<Arc<StoredSubs
         .collect()
 }
 
+/// The CRDs `csv` owns that opcat applied (the metadata store shows them) and that lack `key`.
+pub fn unlabelled_crds(context: &Context, csv: &StoredCsv, key: &str) -> Vec<String> {
+    csv.spec
+        .owned_crds()
+        .iter()
+        .filter(|owned| {
+            context
+                .stores
+                .owned
+                .get(CRD_API_VERSION, CRD_KIND, None, &owned.name)
+                .is_some_and(|crd| {
+                    !crd.meta
+                        .labels
+                        .as_ref()
+                        .is_some_and(|labels| labels.contains_key(key))
+                })
+        })
+        .map(|owned| owned.name.clone())
+        .collect()
+}
+
 /// The CSVs opcat installed for `install` (their package annotation), labelled or not.
 pub fn csvs(context: &Context, install: &Install) -> Vec<Arc<StoredCsv>> {
     context

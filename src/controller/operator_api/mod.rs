@@ -175,9 +175,17 @@ async fn reconcile(
         }
     }
     for csv in components::csvs(context, &install) {
-        if csv.label(&key).is_none() && csv.meta().deletion_timestamp.is_none() {
+        if csv.meta().deletion_timestamp.is_some() {
+            continue;
+        }
+        if csv.label(&key).is_none() {
             let name = csv.name_any();
             write::label::<ClusterServiceVersion>(context, &install.namespace, &name, &key).await?;
+        }
+        // The CRDs it owns, shared with other installs: labelled by a patch of this label
+        // alone (their applies carry no component label).
+        for crd in components::unlabelled_crds(context, &csv, &key) {
+            write::label_crd(context, &crd, &key).await?;
         }
     }
     let status = OperatorStatus {

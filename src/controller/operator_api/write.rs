@@ -67,3 +67,13 @@ where
     apply::patch_label(&api, name, key, Some("")).await?;
     Ok(())
 }
+
+/// Labels the CustomResourceDefinition `name` with `key` (value `""`): one merge patch of that
+/// label, which the CRD's applies leave alone.
+pub async fn label_crd(context: &Context, name: &str, key: &str) -> Result<(), OperatorApiError> {
+    let api: Api<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    > = Api::all(context.client.clone());
+    apply::patch_label(&api, name, key, Some("")).await?;
+    Ok(())
+}
