@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
 use opcat::admin::{AdminServer, Health, METRICS_CONTENT_TYPE};
+use opcat::api::Operator;
 use opcat::metrics::controllers;
 use opcat::pull_secrets::names::copy_name;
 use ops_support::{Family, http_get, parse_openmetrics};
@@ -111,6 +112,24 @@ async fn metrics_after_an_install_and_a_rotation_count_what_happened() {
                 "opcat_pull_secret_rotations_total",
             ) == Some(1.0)
         })
+        .await;
+
+    // The Operator reconciler gathers an install's burst of changes and writes its status a
+    // moment after the first one: wait for it, so that it has reconciled before the stop.
+    fixture
+        .env
+        .wait_until(
+            "the install's Operator lists its components",
+            TIMEOUT,
+            || {
+                fixture
+                    .env
+                    .api
+                    .get::<Operator>("", &format!("widget-operator.{NAMESPACE}"))
+                    .and_then(|operator| operator.status)
+                    .is_some_and(|status| status.components.is_some())
+            },
+        )
         .await;
 
     // What the running manager has loaded is sampled at scrape time, so read it live.
