@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use csv_support::*;
-use fake_apiserver::{DeploymentMode, Verb};
+use fake_apiserver::DeploymentMode;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
@@ -22,7 +22,7 @@ use opcat::api::olm_config::{CLUSTER, OLMConfig, OLMConfigSpec};
 use opcat::api::{ClusterServiceVersion, OperatorCondition};
 use opcat::controller::context::Settings;
 use serde_json::json;
-use support::{Env, MANAGER_AGENT};
+use support::Env;
 
 const NS: &str = "ops";
 const PACKAGE: &str = "widget-operator";
@@ -98,17 +98,6 @@ async fn wait_copy_phase(
         csv.status.as_ref().and_then(|status| status.phase) == Some(phase)
     })
     .await
-}
-
-/// The manager's requests other than watches since the last reset.
-fn manager_requests(env: &Env) -> Vec<String> {
-    env.api
-        .request_log()
-        .into_iter()
-        .filter(|request| request.agent.as_deref() == Some(MANAGER_AGENT))
-        .filter(|request| request.key.verb != Verb::Watch)
-        .map(|request| request.describe())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,7 +203,7 @@ async fn copies_follow_a_multi_namespace_install_its_targets_and_its_uninstall()
         env.reconciles(opcat::metrics::controllers::CSV) >= resyncs + 4.0
     })
     .await;
-    let requests = manager_requests(&env);
+    let requests = env.manager_requests_since_reset();
     assert!(
         requests.is_empty(),
         "converged copies must be checked from the caches; the manager sent:\n{}",

@@ -10,14 +10,13 @@ mod support;
 use std::time::Duration;
 
 use csv_support::*;
-use fake_apiserver::Verb;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use opcat::api::ClusterServiceVersionPhase as Phase;
 use opcat::api::OperatorCondition;
 use opcat::controller::context::Settings;
 use serde_json::json;
-use support::{Env, MANAGER_AGENT};
+use support::Env;
 
 const NS: &str = "ops";
 const PACKAGE: &str = "widget-operator";
@@ -86,14 +85,7 @@ async fn a_converged_install_makes_no_reads_or_writes_across_resyncs() {
         env.reconciles(opcat::metrics::controllers::CSV) >= before + 6.0
     })
     .await;
-    let requests: Vec<String> = env
-        .api
-        .request_log()
-        .into_iter()
-        .filter(|request| request.agent.as_deref() == Some(MANAGER_AGENT))
-        .filter(|request| request.key.verb != Verb::Watch)
-        .map(|request| request.describe())
-        .collect();
+    let requests = env.manager_requests_since_reset();
     assert!(
         requests.is_empty(),
         "a converged install must be checked from the caches, without requests; the manager sent:\n{}",

@@ -13,7 +13,6 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use fake_apiserver::Verb;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -24,7 +23,7 @@ use opcat::api::operator::component_selector;
 use opcat::api::{ClusterServiceVersion, InstallPlan, Operator, OperatorCondition, Subscription};
 use serde::de::DeserializeOwned;
 use subscription_support::{Fixture, NAMESPACE, TIMEOUT};
-use support::{Env, MANAGER_AGENT};
+use support::Env;
 
 const PACKAGE: &str = "widget-operator";
 const CRD: &str = "widgets.example.opcat.dev";
@@ -238,14 +237,7 @@ async fn an_install_is_an_operator_of_every_labelled_object_and_goes_with_it() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     env.api.reset_counts();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let requests: Vec<String> = env
-        .api
-        .request_log()
-        .into_iter()
-        .filter(|request| request.agent.as_deref() == Some(MANAGER_AGENT))
-        .filter(|request| request.key.verb != Verb::Watch)
-        .map(|request| request.describe())
-        .collect();
+    let requests = env.manager_requests_since_reset();
     assert!(
         requests.is_empty(),
         "requests at steady state:\n{}",

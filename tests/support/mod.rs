@@ -166,6 +166,18 @@ impl Env {
         self.api.request_counts_of(MANAGER_AGENT)
     }
 
+    /// The manager's requests other than watches since the API server's last
+    /// `reset_counts`, one line each: what a converged manager must not send.
+    pub fn manager_requests_since_reset(&self) -> Vec<String> {
+        self.api
+            .request_log()
+            .into_iter()
+            .filter(|request| request.agent.as_deref() == Some(MANAGER_AGENT))
+            .filter(|request| request.key.verb != fake_apiserver::Verb::Watch)
+            .map(|request| request.describe())
+            .collect()
+    }
+
     /// The value of one series (name and labels as encoded, e.g.
     /// `opcat_catalog_pulls_total{result="pulled"}`) in the running manager's metrics.
     pub fn metric(&self, series: &str) -> Option<f64> {
