@@ -179,6 +179,16 @@ pub struct OwnedObject {
     pub verified: bool,
 }
 
+impl OwnedObject {
+    /// Whether the object carries label `key`.
+    pub fn has_label(&self, key: &str) -> bool {
+        self.meta
+            .labels
+            .as_ref()
+            .is_some_and(|labels| labels.contains_key(key))
+    }
+}
+
 impl Default for OwnedObjects {
     fn default() -> Self {
         Self::new()

@@ -49,12 +49,7 @@ pub(super) async fn release(
             .stores
             .owned
             .get(CRD_API_VERSION, CRD_KIND, None, &owned.name)
-            .is_some_and(|crd| {
-                crd.meta
-                    .labels
-                    .as_ref()
-                    .is_some_and(|l| l.contains_key(key))
-            });
+            .is_some_and(|crd| crd.has_label(key));
         if labelled {
             patch_label(&api, &owned.name, key, None).await?;
             tracing::info!(namespace, csv = %name, crd = %owned.name, label = %key, "released the install's component label");

@@ -12,7 +12,6 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
@@ -40,15 +39,13 @@ pub fn components(context: &Context, install: &Install) -> Vec<RichReference> {
             Some(
                 loaded
                     .into_iter()
-                    .map(|c| {
-                        condition(
-                            c.type_,
-                            c.status,
-                            c.reason,
-                            c.message,
-                            None,
-                            c.last_transition_time,
-                        )
+                    .map(|c| ComponentCondition {
+                        type_: c.type_,
+                        status: c.status,
+                        reason: c.reason,
+                        message: c.message,
+                        last_update_time: None,
+                        last_transition_time: c.last_transition_time,
                     })
                     .collect(),
             )
@@ -66,14 +63,14 @@ pub fn components(context: &Context, install: &Install) -> Vec<RichReference> {
     for csv in &csvs {
         let conditions = csv.status.as_ref().and_then(|status| {
             let phase = status.phase?;
-            Some(vec![condition(
-                phase.as_str().to_owned(),
-                "True".to_owned(),
-                status.reason.clone(),
-                status.message.clone(),
-                status.last_update_time.clone(),
-                status.last_transition_time.clone(),
-            )])
+            Some(vec![ComponentCondition {
+                type_: phase.as_str().to_owned(),
+                status: "True".to_owned(),
+                reason: status.reason.clone(),
+                message: status.message.clone(),
+                last_update_time: status.last_update_time.clone(),
+                last_transition_time: status.last_transition_time.clone(),
+            }])
         });
         refs.push(reference::<ClusterServiceVersion>(
             namespace,
@@ -89,15 +86,13 @@ pub fn components(context: &Context, install: &Install) -> Vec<RichReference> {
             let list = status.conditions.as_ref()?;
             Some(
                 list.iter()
-                    .map(|c| {
-                        condition(
-                            c.type_.clone().unwrap_or_default(),
-                            c.status.clone().unwrap_or_default(),
-                            c.reason.clone(),
-                            c.message.clone(),
-                            c.last_update_time.clone(),
-                            c.last_transition_time.clone(),
-                        )
+                    .map(|c| ComponentCondition {
+                        type_: c.type_.clone().unwrap_or_default(),
+                        status: c.status.clone().unwrap_or_default(),
+                        reason: c.reason.clone(),
+                        message: c.message.clone(),
+                        last_update_time: c.last_update_time.clone(),
+                        last_transition_time: c.last_transition_time.clone(),
                     })
                     .collect(),
             )
@@ -132,12 +127,7 @@ pub fn components(context: &Context, install: &Install) -> Vec<RichReference> {
             let labelled = stores
                 .owned
                 .get(CRD_API_VERSION, CRD_KIND, None, &owned.name)
-                .is_some_and(|crd| {
-                    crd.meta
-                        .labels
-                        .as_ref()
-                        .is_some_and(|l| l.contains_key(&key))
-                });
+                .is_some_and(|crd| crd.has_label(&key));
             if labelled {
                 refs.push(RichReference {
                     api_version: Some(CRD_API_VERSION.to_owned()),
@@ -182,12 +172,7 @@ pub fn unlabelled_crds(context: &Context, csv: &StoredCsv, key: &str) -> Vec<Str
                 .stores
                 .owned
                 .get(CRD_API_VERSION, CRD_KIND, None, &owned.name)
-                .is_some_and(|crd| {
-                    !crd.meta
-                        .labels
-                        .as_ref()
-                        .is_some_and(|labels| labels.contains_key(key))
-                })
+                .is_some_and(|crd| !crd.has_label(key))
         })
         .map(|owned| owned.name.clone())
         .collect()
@@ -213,13 +198,7 @@ fn objects_of(context: &Context, csv: &str, namespace: &str, key: &str) -> Vec<R
         .owned
         .of_csv(csv, namespace)
         .into_iter()
-        .filter(|object| {
-            object
-                .meta
-                .labels
-                .as_ref()
-                .is_some_and(|l| l.contains_key(key))
-        })
+        .filter(|object| object.has_label(key))
         .map(|object| {
             let resource = &object.resource.resource;
             let conditions = (resource.kind == "Deployment")
@@ -231,15 +210,13 @@ fn objects_of(context: &Context, csv: &str, namespace: &str, key: &str) -> Vec<R
                     let list = found.status.as_ref()?.conditions.as_ref()?;
                     Some(
                         list.iter()
-                            .map(|c| {
-                                condition(
-                                    c.type_.clone(),
-                                    c.status.clone(),
-                                    c.reason.as_deref().map(str::to_owned),
-                                    c.message.clone(),
-                                    c.last_update_time.clone(),
-                                    c.last_transition_time.clone(),
-                                )
+                            .map(|c| ComponentCondition {
+                                type_: c.type_.clone(),
+                                status: c.status.clone(),
+                                reason: c.reason.as_deref().map(str::to_owned),
+                                message: c.message.clone(),
+                                last_update_time: c.last_update_time.clone(),
+                                last_transition_time: c.last_transition_time.clone(),
                             })
                             .collect(),
                     )
@@ -262,15 +239,13 @@ fn operator_condition_ref(namespace: &str, found: &OperatorCondition) -> RichRef
         let list = status.conditions.as_ref()?;
         Some(
             list.iter()
-                .map(|c| {
-                    condition(
-                        c.type_.clone(),
-                        c.status.clone(),
-                        Some(c.reason.clone()).filter(|reason| !reason.is_empty()),
-                        Some(c.message.clone()).filter(|message| !message.is_empty()),
-                        None,
-                        c.last_transition_time.clone(),
-                    )
+                .map(|c| ComponentCondition {
+                    type_: c.type_.clone(),
+                    status: c.status.clone(),
+                    reason: Some(c.reason.clone()).filter(|reason| !reason.is_empty()),
+                    message: Some(c.message.clone()).filter(|message| !message.is_empty()),
+                    last_update_time: None,
+                    last_transition_time: c.last_transition_time.clone(),
                 })
                 .collect(),
         )
@@ -290,24 +265,6 @@ fn reference<K: Resource<DynamicType = ()>>(
         name: object.meta().name.clone(),
         conditions,
         ..RichReference::default()
-    }
-}
-
-fn condition(
-    type_: String,
-    status: String,
-    reason: Option<String>,
-    message: Option<String>,
-    last_update_time: Option<Time>,
-    last_transition_time: Option<Time>,
-) -> ComponentCondition {
-    ComponentCondition {
-        type_,
-        status,
-        reason,
-        message,
-        last_update_time,
-        last_transition_time,
     }
 }
 
