@@ -6,8 +6,10 @@
 //! the role as built, as every object opcat applies): a role that watch shows unchanged since
 //! opcat last saw it in line, with the desired metadata (so the desired hash), is converged
 //! without a request (DESIGN invariant 5). A role opcat's watch does not hold, or holds as
-//! opcat last applied it, is applied without a read. One someone else changed is read by name
-//! and compared first; `aggregationRule` and, where opcat sets them, `rules` must be equal, not
+//! opcat last applied it, is applied without a read. The aggregation controller filling an
+//! aggregating role's `rules` is not a change by someone else ([`super::field_owners`]): the
+//! group roles are not read after each write. One someone else changed is read by name and
+//! compared first; `aggregationRule` and, where opcat sets them, `rules` must be equal, not
 //! merely contained, so that a provided API leaving a group leaves its aggregation too.
 
 use k8s_openapi::api::rbac::v1::ClusterRole;

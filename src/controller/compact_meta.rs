@@ -221,6 +221,11 @@ impl CompactMeta {
     pub fn label(&self, key: &str) -> Option<&Arc<str>> {
         self.maps.label(key)
     }
+
+    /// The value of annotation `key`.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.maps.annotation(key).map(|value| &**value)
+    }
 }
 
 /// Keeps only the entries of `map` whose key `keep` accepts; an emptied map is dropped.

@@ -46,6 +46,7 @@ pub mod deployment_rollout;
 pub mod drift;
 pub mod embedded_bundle;
 pub mod events;
+pub mod field_owners;
 pub mod install_plan;
 pub mod installed_operators;
 pub mod keys;

@@ -261,8 +261,7 @@ async fn reconcile(
     context
         .backoffs
         .succeeded(&backoff_key_of(CONTROLLER, group.as_ref()));
-    // A role just written: the next look checks it as aggregated, well before the resync.
-    Ok(if siblings > 1 || provided.roles > 0 {
+    Ok(if siblings > 1 {
         Action::requeue(context.settings.wait_requeue)
     } else {
         Action::requeue(context.settings.resync)

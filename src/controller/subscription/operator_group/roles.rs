@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
-use super::super::super::apply::{ApplyError, Outcome, is_not_found};
+use super::super::super::apply::{ApplyError, is_not_found};
 use super::super::super::cluster_roles;
 use super::super::super::context::Context;
 use crate::api::OperatorGroup;
@@ -24,8 +24,6 @@ use crate::operator_group_roles::{
 /// What [`ensure`] wrote.
 #[derive(Debug, Default)]
 pub struct Written {
-    /// Roles created or changed (their aggregated rules are yet to be seen).
-    pub roles: usize,
     /// The group as the annotation write returned it.
     pub group: Option<OperatorGroup>,
 }
@@ -53,9 +51,7 @@ pub async fn ensure(context: &Context, group: &OperatorGroup) -> Result<Written,
     let apis = group_apis(context, &namespace);
     let mut written = Written::default();
     for role in group_roles(&namespace, &name, &apis) {
-        if cluster_roles::ensure(context, &role).await? == Outcome::Applied {
-            written.roles += 1;
-        }
+        cluster_roles::ensure(context, &role).await?;
     }
     let current = group.annotations().get(PROVIDED_APIS_ANNOTATION);
     if let Some(desired) = desired_annotation(current.map(String::as_str), &apis)

@@ -21,7 +21,14 @@ use kube::api::{Api, DynamicObject, PartialObjectMeta};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
+mod verification;
+
+pub use verification::Verified;
+use verification::{Entry, only_tolerated_since};
+
 use super::compact_meta::CompactMeta;
+use super::field_owners::FieldOwners;
+use super::keys::APPLIED_HASH;
 use super::resources::{self, ResolvedResource};
 use super::stores::{Driver, Scope, created_by_opcat};
 use crate::bundle::ownership::{
@@ -37,45 +44,8 @@ type Key = (Arc<str>, Box<str>);
 /// `(CSV namespace label, CSV label)` of an object, shared.
 type CsvIndex = (Arc<str>, Arc<str>);
 
-/// The version of an object opcat last saw whole and in line with what it renders.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verified {
-    /// `metadata.generation` (kinds whose content changes bump it).
-    Generation(i64),
-    /// `metadata.resourceVersion` (kinds without a generation).
-    ResourceVersion(String),
-}
-
-impl Verified {
-    /// The version of `meta` to remember.
-    pub fn of(meta: &ObjectMeta) -> Option<Self> {
-        Self::from_parts(meta.generation, meta.resource_version.as_deref())
-    }
-
-    fn of_compact(meta: &CompactMeta) -> Option<Self> {
-        Self::from_parts(meta.generation(), meta.resource_version())
-    }
-
-    fn from_parts(generation: Option<i64>, resource_version: Option<&str>) -> Option<Self> {
-        match (generation, resource_version) {
-            (Some(generation), _) => Some(Self::Generation(generation)),
-            (None, Some(version)) => Some(Self::ResourceVersion(version.to_owned())),
-            (None, None) => None,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Entry {
-    meta: CompactMeta,
-    verified: Option<Verified>,
-}
-
-impl Entry {
-    fn is_verified(&self) -> bool {
-        self.verified.is_some() && self.verified == Verified::of_compact(&self.meta)
-    }
-}
+/// An object as a watch event shows it, in the form the cache keeps.
+type Observed = (Key, CompactMeta, Option<FieldOwners>);
 
 /// One kind's objects.
 #[derive(Default)]
@@ -85,13 +55,23 @@ struct KindState {
     /// CSV → keys (a handful per CSV and kind).
     by_csv: HashMap<CsvIndex, Vec<Key>>,
     /// Objects of a relist in progress (between `Init` and `InitDone`).
-    relist: Option<Vec<(Key, CompactMeta)>>,
+    relist: Option<Vec<Observed>>,
 }
 
 fn key_of(meta: &ObjectMeta, strings: &Strings) -> Key {
     (
         strings.get(meta.namespace.as_deref().unwrap_or_default()),
         meta.name.as_deref().unwrap_or_default().into(),
+    )
+}
+
+/// What the cache keeps of an object of `kind` a watch shows.
+fn observed(kind: &str, meta: ObjectMeta, strings: &Strings) -> Observed {
+    let owners = FieldOwners::of(kind, &meta);
+    (
+        key_of(&meta, strings),
+        CompactMeta::new(meta, strings),
+        owners,
     )
 }
 
@@ -116,29 +96,38 @@ impl KindState {
         Some(entry)
     }
 
-    fn apply(&mut self, key: Key, meta: CompactMeta) {
+    fn apply(&mut self, (key, meta, owners): Observed) {
         // What was verified stays verified as long as the object is the same one.
-        let verified = self
-            .remove(&key)
-            .filter(|old| old.meta.uid() == meta.uid())
-            .and_then(|old| old.verified);
+        let verified = self.remove(&key).and_then(|old| old.carried(&meta, owners));
+        self.insert(key, meta, owners, verified);
+    }
+
+    fn insert(
+        &mut self,
+        key: Key,
+        meta: CompactMeta,
+        owners: Option<FieldOwners>,
+        verified: Option<Verified>,
+    ) {
         if let Some(csv) = csv_of(&meta) {
             self.by_csv.entry(csv).or_default().push(key.clone());
         }
-        self.objects.insert(key, Box::new(Entry { meta, verified }));
+        let entry = Entry {
+            meta,
+            verified,
+            owners,
+        };
+        self.objects.insert(key, Box::new(entry));
     }
 
-    fn replace_all(&mut self, objects: Vec<(Key, CompactMeta)>) {
+    fn replace_all(&mut self, objects: Vec<Observed>) {
         let mut old = std::mem::take(&mut self.objects);
         self.by_csv.clear();
-        for (key, meta) in objects {
-            let previous = old.remove(&key);
-            self.apply(key.clone(), meta);
-            if let (Some(previous), Some(entry)) = (previous, self.objects.get_mut(&key))
-                && previous.meta.uid() == entry.meta.uid()
-            {
-                entry.verified = previous.verified;
-            }
+        for (key, meta, owners) in objects {
+            let verified = old
+                .remove(&key)
+                .and_then(|previous| previous.carried(&meta, owners));
+            self.insert(key, meta, owners, verified);
         }
     }
 
@@ -304,9 +293,23 @@ impl OwnedObjects {
             return;
         };
         let key = key_of(&written.metadata, &self.strings);
+        let owners = FieldOwners::of(&types.kind, &written.metadata);
         match state.objects.get_mut(&key) {
             Some(entry) if entry.meta.uid() == written.metadata.uid.as_deref() => {
-                entry.verified = Some(version);
+                // The watch may already show a later state: one only tolerated writers made
+                // since (the aggregation of a role opcat just wrote) is verified too.
+                let applied = written
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(APPLIED_HASH));
+                let later_tolerated = only_tolerated_since(entry.owners, owners)
+                    && entry.meta.annotation(APPLIED_HASH) == applied.map(String::as_str);
+                entry.verified = if later_tolerated {
+                    Verified::of_compact(&entry.meta)
+                } else {
+                    Some(version)
+                };
             }
             // Not seen by the watch yet: store it as written, the watch event will follow (it
             // carries opcat's label: objects of a CSV, and the roles opcat derives itself).
@@ -315,10 +318,7 @@ impl OwnedObjects {
                 let ours =
                     meta.label(MANAGED_BY_LABEL).map(|value| &**value) == Some(MANAGED_BY_VALUE);
                 if csv_of(&meta).is_some() || ours {
-                    state.apply(key.clone(), meta);
-                    if let Some(entry) = state.objects.get_mut(&key) {
-                        entry.verified = Some(version);
-                    }
+                    state.insert(key, meta, owners, Some(version));
                 }
             }
             _ => {}
@@ -354,15 +354,14 @@ async fn drive_kind(cache: &KindCache, strings: &Strings, client: Client, scope:
     };
     let config = watcher::Config::default().labels(&created_by_opcat());
     let mut events = std::pin::pin!(watcher(api, config).default_backoff());
-    let compact = |meta: ObjectMeta| (key_of(&meta, strings), CompactMeta::new(meta, strings));
+    let compact = |meta| observed(&resource.resource.kind, meta, strings);
     while let Some(event) = events.next().await {
         let Ok(mut state) = cache.state.write() else {
             return;
         };
         match event {
             Ok(watcher::Event::Apply(object)) => {
-                let (key, meta) = compact(object.metadata);
-                state.apply(key, meta);
+                state.apply(compact(object.metadata));
             }
             Ok(watcher::Event::Delete(object)) => {
                 state.remove(&key_of(&object.metadata, strings));
@@ -400,5 +399,4 @@ async fn drive_kind(cache: &KindCache, strings: &Strings, client: Client, scope:
 }
 
 #[cfg(test)]
-#[path = "owned_objects_tests.rs"]
 mod tests;
