@@ -43,6 +43,10 @@ pub async fn ensure(context: &Context, desired: &ClusterRole) -> Result<Outcome,
     // A role the listed watch does not hold is not opcat's yet: absent (the usual case, a first
     // install), or made by someone else under OLM's name (OLM itself, before a migration), which
     // OLM would overwrite too: it is applied.
+    // The version the watch shows now: what opcat reads or writes next is newer.
+    let seen = cached
+        .as_ref()
+        .and_then(|cached| cached.meta.resource_version.clone());
     let unknown_change = match &cached {
         Some(cached) => !cached.verified,
         None => !owned.is_listed(),
@@ -57,7 +61,7 @@ pub async fn ensure(context: &Context, desired: &ClusterRole) -> Result<Outcome,
     if let Some(live) = &live
         && converged(live, desired)
     {
-        owned.verified(&as_dynamic(live));
+        owned.verified_since(seen.as_deref(), &as_dynamic(live));
         return Ok(Outcome::Unchanged);
     }
     let mut body = serde_json::to_value(desired)
@@ -70,7 +74,7 @@ pub async fn ensure(context: &Context, desired: &ClusterRole) -> Result<Outcome,
         .patch(&name, &apply_params(), &Patch::Apply(&body))
         .await
         .map_err(|source| ApplyError::new("apply", KIND, name.clone(), source))?;
-    owned.verified(&as_dynamic(&written));
+    owned.verified_since(seen.as_deref(), &as_dynamic(&written));
     tracing::info!(cluster_role = %name, "ClusterRole applied");
     Ok(Outcome::Applied)
 }

@@ -280,6 +280,14 @@ impl OwnedObjects {
     /// Records that the object `written` (as the server returned it after a write, or as read)
     /// is in line with the render.
     pub fn verified(&self, written: &DynamicObject) {
+        self.verified_since(None, written);
+    }
+
+    /// [`Self::verified`], for an object the cache showed at `resourceVersion` `seen` when
+    /// opcat decided to write or read it: while the watch still shows that version, `written`
+    /// is the newer state and is cached as it is, so a look before the watch catches up needs
+    /// no read.
+    pub fn verified_since(&self, seen: Option<&str>, written: &DynamicObject) {
         let Some(types) = &written.types else {
             return;
         };
@@ -294,6 +302,17 @@ impl OwnedObjects {
         };
         let key = key_of(&written.metadata, &self.strings);
         let owners = FieldOwners::of(&types.kind, &written.metadata);
+        let behind = state.objects.get(&key).is_some_and(|entry| {
+            entry.meta.uid() == written.metadata.uid.as_deref()
+                && seen.is_some()
+                && entry.meta.resource_version() == seen
+        });
+        if behind {
+            let meta = CompactMeta::new(written.metadata.clone(), &self.strings);
+            state.remove(&key);
+            state.insert(key, meta, owners, Some(version));
+            return;
+        }
         match state.objects.get_mut(&key) {
             Some(entry) if entry.meta.uid() == written.metadata.uid.as_deref() => {
                 // The watch may already show a later state: one only tolerated writers made

@@ -194,3 +194,53 @@ fn anyone_else_changing_a_role_makes_it_unverified() {
         assert!(!verified(&objects));
     }
 }
+
+#[test]
+fn a_write_the_watch_has_not_shown_yet_is_the_cached_state() {
+    let objects = OwnedObjects::new();
+    let empty = role(
+        "1",
+        "h0",
+        &[(
+            crate::api::FIELD_MANAGER,
+            serde_json::json!({"f:rules": {}}),
+        )],
+    );
+    watch_shows(&objects, empty.clone());
+    opcat_wrote(&objects, empty);
+    // opcat writes the role again (its APIs arrived) while the watch still shows version 1.
+    let aggregating = role("3", "h1", &[opcat_fields()]);
+    let write = |written: ObjectMeta| {
+        objects.verified_since(
+            Some("1"),
+            &DynamicObject {
+                types: Some(kube::api::TypeMeta {
+                    api_version: RBAC.into(),
+                    kind: "ClusterRole".into(),
+                }),
+                metadata: written,
+                data: serde_json::Value::Null,
+            },
+        );
+    };
+    write(aggregating.clone());
+    let cached = objects
+        .get(RBAC, "ClusterRole", None, "olm.og.tenant.admin-x")
+        .expect("cached");
+    assert!(cached.verified, "no read before the watch catches up");
+    assert_eq!(cached.meta.resource_version.as_deref(), Some("3"));
+    // The watch catches up, then shows the aggregation controller's write.
+    watch_shows(&objects, aggregating);
+    watch_shows(
+        &objects,
+        role("4", "h1", &[opcat_fields(), aggregation_fields()]),
+    );
+    assert!(verified(&objects));
+    // A stale `seen` (the watch moved on since) does not roll the cache back.
+    write(role("3", "h1", &[opcat_fields()]));
+    let cached = objects
+        .get(RBAC, "ClusterRole", None, "olm.og.tenant.admin-x")
+        .expect("cached");
+    assert_eq!(cached.meta.resource_version.as_deref(), Some("4"));
+    assert!(cached.verified);
+}
