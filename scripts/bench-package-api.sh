@@ -2,6 +2,7 @@
 # Package API benchmark (issue 24): every package of the shared certified-operators v4.16 and
 # community-operators v4.21 catalogs listed in one namespace, over TLS, through the token and
 # authorizer caches; p50/p99 latency and the process's memory with and without the API.
+# The server runs in a process of its own on opcat's allocator (jemalloc); its RSS is measured.
 # Prints a Markdown table on stdout. Targets: p99 < 50 ms, < 10 % more RSS.
 #
 # Usage: scripts/bench-package-api.sh        Env: BENCH_REQUESTS (default 300)
