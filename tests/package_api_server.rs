@@ -9,6 +9,7 @@ mod package_api_support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use package_api_support::*;
 use serde_json::Value;
@@ -181,6 +182,14 @@ async fn a_namespace_sees_its_catalogs_then_the_global_ones_and_its_own_package_
         names(&other.list(&ListParams::default()).await.unwrap().items),
         ["etcd", "shared"]
     );
+    // A list's items are the objects get answers, byte for byte as JSON values.
+    for item in other.list(&ListParams::default()).await.unwrap().items {
+        let got = other.get(&item.name_any()).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&item).unwrap(),
+            serde_json::to_value(&got).unwrap()
+        );
+    }
     let etcd = other.get("etcd").await.unwrap();
     assert_eq!(etcd.metadata.namespace.as_deref(), Some("team-b"));
     let status = &etcd.data["status"];

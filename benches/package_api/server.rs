@@ -201,13 +201,13 @@ fn in_process(loaded: &Loaded) -> InProcess {
     };
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let start = Instant::now();
-    opcat::package_server::storage::list(loaded, &memo, &query);
+    opcat::package_server::storage::select(loaded, &memo, &query);
     let build = ms(start.elapsed());
     let start = Instant::now();
-    let list = opcat::package_server::storage::list(loaded, &memo, &query);
+    let selection = opcat::package_server::storage::select(loaded, &memo, &query);
     let listed = ms(start.elapsed());
     let start = Instant::now();
-    let json = serde_json::to_vec(&list).unwrap();
+    let json = selection.to_json();
     let serialize = ms(start.elapsed());
     drop(json);
     InProcess {

@@ -208,7 +208,7 @@ fn resource<'a>(
     let fields = parse_field_selector(param("fieldSelector").unwrap_or_default())
         .map_err(|error| ApiError::bad_request(error.0))?;
     let name = name_from_fields(&fields).map_err(|error| ApiError::bad_request(error.0))?;
-    let list = storage::list(
+    let selection = storage::select(
         catalogs,
         memo,
         &ListQuery {
@@ -218,10 +218,18 @@ fn resource<'a>(
         },
     );
     Ok(match form {
-        Form::Table(version) => json_response(&table(&list.items, include, version, now)),
-        Form::Metadata(version) => json_response(&partial_metadata_list(&list.items, version)),
-        Form::Yaml => yaml_response(&list),
-        Form::Json | Form::Discovery(_) => json_response(&list),
+        Form::Table(version) => {
+            json_response(&table(&selection.to_list().items, include, version, now))
+        }
+        Form::Metadata(version) => {
+            json_response(&partial_metadata_list(&selection.to_list().items, version))
+        }
+        Form::Yaml => yaml_response(&selection.to_list()),
+        // The common answer (kubectl -o json, client libraries, the console): written from
+        // the kept JSON, nothing decoded.
+        Form::Json | Form::Discovery(_) => {
+            bytes_response(StatusCode::OK, "application/json", selection.to_json())
+        }
     })
 }
 

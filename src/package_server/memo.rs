@@ -5,6 +5,12 @@
 //! JSON): for the shared certified-operators v4.16 and community-operators v4.21 catalogs that
 //! is most of a list request's time. Kept here per CatalogSource are the built manifests with
 //! icons stripped (what get and list answer): the channel heads' descriptions, not the catalog.
+//! Each is kept as its metadata and its status serialized once ([`Kept`]): the status is the
+//! bulk of a manifest (descriptions, annotations, CRD descriptions) and the same whichever
+//! namespace a request sees it from, so a list's JSON body is these texts copied one after the
+//! other, with only the metadata written per request; the JSON is also a third to a half the
+//! size of the same data as Rust values. Structured answers (get, Table, YAML) decode the
+//! status of the items they return.
 //!
 //! An entry is valid while its CatalogSource serves the same loaded catalog (the same
 //! allocation, compared through a [`Weak`] reference, which keeps no catalog data alive) and
@@ -16,26 +22,110 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::build::package_manifest;
 use super::storage::{AsCatalog, Served};
-use super::types::PackageManifest;
+use super::types::{API_VERSION, KIND, PackageManifest, PackageManifestSpec};
 use crate::api::CatalogSource;
+
+/// One kept PackageManifest (icons stripped, in the CatalogSource's namespace).
+pub struct Kept {
+    /// Its metadata.
+    pub metadata: ObjectMeta,
+    /// Its status, as JSON.
+    status: Box<RawValue>,
+}
+
+/// A PackageManifest as JSON, its status copied from the kept text (the field order of
+/// [`PackageManifest`]).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeptJson<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: &'a ObjectMeta,
+    spec: PackageManifestSpec,
+    status: &'a RawValue,
+}
+
+impl Kept {
+    fn new(manifest: &PackageManifest) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            metadata: manifest.metadata.clone(),
+            status: serde_json::value::to_raw_value(manifest.status.as_ref())?,
+        })
+    }
+
+    /// The package's name.
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// Length of the status's JSON.
+    pub fn status_len(&self) -> usize {
+        self.status.get().len()
+    }
+
+    /// The metadata as seen from `namespace` (`None`: the CatalogSource's).
+    fn metadata_in(&self, namespace: Option<&str>) -> ObjectMeta {
+        let mut metadata = self.metadata.clone();
+        if let Some(namespace) = namespace {
+            metadata.namespace = Some(namespace.to_owned());
+        }
+        metadata
+    }
+
+    /// The PackageManifest as seen from `namespace`, its status decoded; `None` if the kept
+    /// text does not decode (it was encoded from the same type: not expected).
+    pub fn manifest(&self, namespace: Option<&str>) -> Option<PackageManifest> {
+        let status = serde_json::from_str(self.status.get())
+            .inspect_err(|error| {
+                tracing::error!(package = self.name(), %error, "package API: kept status does not decode");
+            })
+            .ok()?;
+        Some(PackageManifest {
+            api_version: API_VERSION.to_owned(),
+            kind: KIND.to_owned(),
+            metadata: self.metadata_in(namespace),
+            spec: PackageManifestSpec {},
+            status,
+        })
+    }
+
+    /// Writes the PackageManifest's JSON as seen from `namespace`: the same bytes as
+    /// serializing [`Kept::manifest`].
+    pub fn write_json<S: serde::Serializer>(
+        &self,
+        namespace: Option<&str>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        KeptJson {
+            api_version: API_VERSION,
+            kind: KIND,
+            metadata: &self.metadata_in(namespace),
+            spec: PackageManifestSpec {},
+            status: &self.status,
+        }
+        .serialize(serializer)
+    }
+}
 
 /// The built manifests of one CatalogSource's catalog.
 pub struct Built {
     catalog: Weak<dyn AsCatalog>,
     source: SourceFields,
-    /// PackageManifests (icons stripped, in the CatalogSource's namespace), by package name.
-    pub manifests: Vec<PackageManifest>,
+    /// The kept PackageManifests, by package name.
+    pub manifests: Vec<Kept>,
 }
 
 impl Built {
     /// The manifest of package `name`.
-    pub fn manifest(&self, name: &str) -> Option<&PackageManifest> {
+    pub fn manifest(&self, name: &str) -> Option<&Kept> {
         self.manifests
-            .binary_search_by(|manifest| manifest.status.package_name.as_str().cmp(name))
+            .binary_search_by(|kept| kept.name().cmp(name))
             .ok()
             .and_then(|index| self.manifests.get(index))
     }
@@ -121,15 +211,19 @@ impl Memo {
 
 fn build(served: &Served) -> Built {
     let catalog = served.catalog.catalog();
-    let mut manifests: Vec<PackageManifest> = catalog
+    let mut manifests: Vec<Kept> = catalog
         .packages()
         .filter_map(|package| package_manifest(&served.source, package))
-        .map(|mut manifest| {
+        .filter_map(|mut manifest| {
             super::storage::strip_icons(&mut manifest);
-            manifest
+            Kept::new(&manifest)
+                .inspect_err(|error| {
+                    tracing::error!(package = %manifest.status.package_name, %error, "package API: cannot encode a PackageManifest's status");
+                })
+                .ok()
         })
         .collect();
-    manifests.sort_by(|a, b| a.status.package_name.cmp(&b.status.package_name));
+    manifests.sort_by(|a, b| a.name().cmp(b.name()));
     Built {
         catalog: Arc::downgrade(&served.catalog),
         source: SourceFields::of(&served.source),

@@ -18,14 +18,18 @@
 //! of one namespace is two items of the same name, as in packageserver.
 //!
 //! Manifests are built from the catalogs opcat holds for resolution and kept until the catalog
-//! or its CatalogSource changes ([`super::memo`]); the icon is built at request time.
+//! or its CatalogSource changes ([`super::memo`]); a list's JSON is written from the kept
+//! statuses' text ([`Selection::to_json`]); the icon is built at request time.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use serde::Serialize;
+
 use super::build::package_manifest;
-use super::memo::Memo;
+use super::memo::{Built, Kept, Memo};
 use super::selector::{FieldRequirement, LabelSelector};
 use super::types::{API_VERSION, LIST_KIND, PackageManifest, PackageManifestList};
 use crate::api::CatalogSource;
@@ -139,45 +143,154 @@ fn visible(catalogs: &dyn Catalogs, namespace: Option<&str>) -> Vec<(usize, Serv
     sources
 }
 
-/// Lists PackageManifests (icons stripped), from the manifests `memo` keeps.
-pub fn list(catalogs: &dyn Catalogs, memo: &Memo, query: &ListQuery) -> PackageManifestList {
-    let sources = visible(catalogs, query.namespace.as_deref());
-    let no_labels = BTreeMap::new();
-    let mut items: Vec<(usize, usize, PackageManifest)> = Vec::new();
-    for (position, (rank, served)) in sources.iter().enumerate() {
-        let built = memo.built(served);
-        let selected: Box<dyn Iterator<Item = &PackageManifest>> = match &query.name {
-            Some(name) => Box::new(built.manifest(name).into_iter()),
-            None => Box::new(built.manifests.iter()),
-        };
-        for manifest in selected {
-            if !query
-                .labels
-                .matches(manifest.metadata.labels.as_ref().unwrap_or(&no_labels))
-            {
-                continue;
-            }
-            // Cheap: the status is shared, only the metadata is copied.
-            let mut manifest = manifest.clone();
-            if let Some(namespace) = &query.namespace {
-                manifest.metadata.namespace = Some(namespace.clone());
-            }
-            items.push((*rank, position, manifest));
+/// The items a list answers, in answer order: manifests `memo` keeps, seen from the request
+/// namespace.
+pub struct Selection {
+    namespace: Option<String>,
+    items: Vec<(Arc<Built>, usize)>,
+}
+
+impl Selection {
+    fn kept(&self) -> impl Iterator<Item = &Kept> {
+        self.items
+            .iter()
+            .filter_map(|(built, index)| built.manifests.get(*index))
+    }
+
+    /// How many items.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The PackageManifestList, statuses decoded (for the Table and YAML answers).
+    pub fn to_list(&self) -> PackageManifestList {
+        PackageManifestList {
+            api_version: API_VERSION.to_owned(),
+            kind: LIST_KIND.to_owned(),
+            metadata: Default::default(),
+            items: self
+                .kept()
+                .filter_map(|kept| kept.manifest(self.namespace.as_deref()))
+                .collect(),
         }
     }
-    items.sort_by(|(rank_a, position_a, a), (rank_b, position_b, b)| {
-        rank_a
-            .cmp(rank_b)
-            .then_with(|| a.metadata.namespace.cmp(&b.metadata.namespace))
-            .then_with(|| a.metadata.name.cmp(&b.metadata.name))
-            .then_with(|| position_a.cmp(position_b))
-    });
-    PackageManifestList {
-        api_version: API_VERSION.to_owned(),
-        kind: LIST_KIND.to_owned(),
-        metadata: Default::default(),
-        items: items.into_iter().map(|(_, _, manifest)| manifest).collect(),
+
+    /// The PackageManifestList's JSON (the same bytes as serializing [`Selection::to_list`]),
+    /// written from the kept statuses without decoding them.
+    pub fn to_json(&self) -> Vec<u8> {
+        // The statuses are nearly all of it; the metadata is a few hundred bytes an item.
+        let capacity = self
+            .kept()
+            .map(|kept| kept.status_len() + 1024)
+            .sum::<usize>()
+            + 256;
+        let mut body = Vec::with_capacity(capacity);
+        let list = ListJson {
+            api_version: API_VERSION,
+            kind: LIST_KIND,
+            metadata: ListMeta::default(),
+            items: ItemsJson(self),
+        };
+        // Writing into memory fails only on a serializer error, and the kept statuses are
+        // valid JSON: an empty body would be the answer then.
+        if let Err(error) = serde_json::to_writer(&mut body, &list) {
+            tracing::error!(%error, "package API: cannot write a list");
+            body.clear();
+        }
+        body
     }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListJson<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: ListMeta,
+    items: ItemsJson<'a>,
+}
+
+struct ItemsJson<'a>(&'a Selection);
+
+impl Serialize for ItemsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let namespace = self.0.namespace.as_deref();
+        serializer.collect_seq(self.0.kept().map(|kept| ItemJson(kept, namespace)))
+    }
+}
+
+struct ItemJson<'a>(&'a Kept, Option<&'a str>);
+
+impl Serialize for ItemJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.write_json(self.1, serializer)
+    }
+}
+
+/// Selects what a list answers (icons stripped), from the manifests `memo` keeps.
+pub fn select(catalogs: &dyn Catalogs, memo: &Memo, query: &ListQuery) -> Selection {
+    let sources = visible(catalogs, query.namespace.as_deref());
+    let no_labels = BTreeMap::new();
+    let mut items: Vec<(usize, usize, Arc<Built>, usize)> = Vec::new();
+    for (position, (rank, served)) in sources.iter().enumerate() {
+        let built = memo.built(served);
+        let indices: Vec<usize> = match &query.name {
+            Some(name) => built
+                .manifests
+                .binary_search_by(|kept| kept.name().cmp(name))
+                .into_iter()
+                .collect(),
+            None => (0..built.manifests.len()).collect(),
+        };
+        for index in indices {
+            let Some(kept) = built.manifests.get(index) else {
+                continue;
+            };
+            if query
+                .labels
+                .matches(kept.metadata.labels.as_ref().unwrap_or(&no_labels))
+            {
+                items.push((*rank, position, built.clone(), index));
+            }
+        }
+    }
+    // Every item of a namespaced list is in the request namespace: the order is by name there.
+    let namespace_of = |built: &Built, index: usize| {
+        built
+            .manifests
+            .get(index)
+            .and_then(|kept| kept.metadata.namespace.clone())
+    };
+    let name_of = |built: &Built, index: usize| {
+        built
+            .manifests
+            .get(index)
+            .map(|kept| kept.name().to_owned())
+    };
+    items.sort_by_cached_key(|(rank, position, built, index)| {
+        let namespace = match &query.namespace {
+            Some(_) => None,
+            None => namespace_of(built, *index),
+        };
+        (*rank, namespace, name_of(built, *index), *position)
+    });
+    Selection {
+        namespace: query.namespace.clone(),
+        items: items
+            .into_iter()
+            .map(|(_, _, built, index)| (built, index))
+            .collect(),
+    }
+}
+
+/// Lists PackageManifests (icons stripped), from the manifests `memo` keeps.
+pub fn list(catalogs: &dyn Catalogs, memo: &Memo, query: &ListQuery) -> PackageManifestList {
+    select(catalogs, memo, query).to_list()
 }
 
 /// Gets the PackageManifest `name` as seen from `namespace`, icons kept (for the icon
@@ -206,9 +319,11 @@ pub fn get(
         if served.catalog.catalog().package(name).is_none() {
             continue;
         }
-        if let Some(manifest) = memo.built(&served).manifest(name) {
-            let mut manifest = manifest.clone();
-            manifest.metadata.namespace = Some(namespace.to_owned());
+        if let Some(manifest) = memo
+            .built(&served)
+            .manifest(name)
+            .and_then(|kept| kept.manifest(Some(namespace)))
+        {
             return Some(manifest);
         }
     }
