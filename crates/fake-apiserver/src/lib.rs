@@ -187,6 +187,7 @@ mod defaults;
 mod discovery;
 mod http;
 mod ids;
+mod owner_index;
 mod partial;
 mod resources;
 mod route;

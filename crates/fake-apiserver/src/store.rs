@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::owner_index::OwnerIndex;
 use crate::resources::ResourceKey;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
@@ -113,6 +114,7 @@ pub(crate) struct Store {
     history_limit: usize,
     buckets: HashMap<ResourceKey, Bucket>,
     uids: HashMap<String, ObjRef>,
+    owners: OwnerIndex,
 }
 
 fn set_rv(obj: &mut Value, rv: u64) {
@@ -155,6 +157,7 @@ impl Store {
             history_limit: history_limit.max(1),
             buckets: HashMap::new(),
             uids: HashMap::new(),
+            owners: OwnerIndex::default(),
         }
     }
 
@@ -184,6 +187,17 @@ impl Store {
     /// Where the object with `uid` lives.
     pub(crate) fn by_uid(&self, uid: &str) -> Option<&ObjRef> {
         self.uids.get(uid)
+    }
+
+    /// The objects whose owner references name `uid`, as stored now.
+    pub(crate) fn dependents_of(&self, uid: &str) -> Vec<(ObjRef, Arc<Value>)> {
+        self.owners
+            .of(uid)
+            .filter_map(|at| {
+                let obj = self.get(&at.key, &at.namespace, &at.name)?;
+                Some((at.clone(), obj.clone()))
+            })
+            .collect()
     }
 
     /// Objects of `key` in key order (namespace, name), optionally starting after `after`.
@@ -327,22 +341,26 @@ impl Store {
         let obj = Arc::new(obj);
         let slot = (ns.to_string(), name.to_string());
         let objects = &mut self.buckets.entry(key.clone()).or_default().objects;
-        let old = match kind {
-            EventType::Deleted => {
-                objects.remove(&slot);
-                None
-            }
+        let previous = match kind {
+            EventType::Deleted => objects.remove(&slot),
             EventType::Added | EventType::Modified => objects.insert(slot, obj.clone()),
         };
+        let at = ObjRef {
+            key: key.clone(),
+            namespace: ns.to_string(),
+            name: name.to_string(),
+        };
+        if let Some(previous) = &previous {
+            self.owners.remove(&at, previous);
+        }
+        if kind != EventType::Deleted {
+            self.owners.add(&at, &obj);
+        }
+        let old = previous.filter(|_| kind == EventType::Modified);
         if let Some(uid) = uid_of(&obj) {
             if kind == EventType::Deleted {
                 self.uids.remove(uid);
             } else {
-                let at = ObjRef {
-                    key: key.clone(),
-                    namespace: ns.to_string(),
-                    name: name.to_string(),
-                };
                 self.uids.insert(uid.to_string(), at);
             }
         }
@@ -366,10 +384,16 @@ impl Store {
             for w in bucket.watchers {
                 let _ = w.tx.send(WatchMsg::Closed);
             }
-            for obj in bucket.objects.values() {
+            for ((namespace, name), obj) in &bucket.objects {
                 if let Some(uid) = uid_of(obj) {
                     self.uids.remove(uid);
                 }
+                let at = ObjRef {
+                    key: key.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                };
+                self.owners.remove(&at, obj);
             }
         }
     }

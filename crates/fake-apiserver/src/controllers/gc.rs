@@ -102,11 +102,7 @@ impl Cluster {
     }
 
     fn dependents_of(&self, uid: &str) -> Vec<(ObjRef, Arc<Value>)> {
-        self.store
-            .all_refs()
-            .into_iter()
-            .filter(|(_, o)| owner_refs(o).iter().any(|r| ref_uid(r) == uid))
-            .collect()
+        self.store.dependents_of(uid)
     }
 
     pub(crate) fn gc_written(&mut self, r: &ObjRef, obj: &Value) {
