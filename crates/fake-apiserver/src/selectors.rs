@@ -164,6 +164,19 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
+    /// Label keys an object must carry to match (`=`, `in`, exists, `>`, `<`); an object
+    /// without any of them can match only a selector that has none.
+    pub(crate) fn required_keys(&self) -> impl Iterator<Item = &str> {
+        self.requirements.iter().filter_map(|r| match r {
+            Requirement::Equals(k, _)
+            | Requirement::In(k, _)
+            | Requirement::Exists(k)
+            | Requirement::GreaterThan(k, _)
+            | Requirement::LessThan(k, _) => Some(k.as_str()),
+            Requirement::NotEquals(..) | Requirement::NotIn(..) | Requirement::NotExists(_) => None,
+        })
+    }
+
     /// True when `obj`'s labels satisfy every requirement.
     pub(crate) fn matches(&self, obj: &Value) -> bool {
         let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);

@@ -12,19 +12,23 @@
 //! Upstream re-syncs every aggregated ClusterRole on any ClusterRole event. Here a change of
 //! role `R` re-syncs `R` itself when it aggregates, and every aggregating role whose selectors
 //! match `R` now or whose rules came from `R` at its last sync — the same fixed point without
-//! rescanning every aggregated role per write (OperatorGroups make one per namespace).
+//! rescanning every aggregated role per write (OperatorGroups make three per namespace). The
+//! indexes that find those roles, and the roles a selector may match, are in [`index`].
 //! Synchronous like the other emulated controllers: chains (`view` into `edit` into `admin`)
 //! settle before the client's call returns.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod index;
+
+use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
 use crate::cluster::update::PatchType;
 use crate::cluster::{Cluster, WriteParams};
 use crate::resources::ResourceKey;
-use crate::selectors::LabelSelector;
 use crate::store::ObjRef;
+
+pub(crate) use index::Aggregation;
 
 const MANAGER: &str = "clusterrole-aggregation-controller";
 const RULE_FIELDS: &[&str] = &[
@@ -34,12 +38,6 @@ const RULE_FIELDS: &[&str] = &[
     "resourceNames",
     "nonResourceURLs",
 ];
-
-/// Aggregating ClusterRoles and the roles their rules came from at their last sync.
-#[derive(Debug, Default)]
-pub(crate) struct Aggregation {
-    sources: BTreeMap<String, BTreeSet<String>>,
-}
 
 fn key() -> ResourceKey {
     ResourceKey {
@@ -52,11 +50,6 @@ fn name_of(obj: &Value) -> &str {
     obj.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
-}
-
-fn selectors(role: &Value) -> Option<&Vec<Value>> {
-    role.pointer("/aggregationRule/clusterRoleSelectors")
-        .and_then(Value::as_array)
 }
 
 fn aggregates(role: &Value) -> bool {
@@ -93,59 +86,50 @@ fn rules_of(role: &Value) -> Vec<Value> {
 impl Cluster {
     /// A ClusterRole was written (`now`) or removed (`now == None`).
     pub(crate) fn clusterrole_changed(&mut self, name: &str, now: Option<&Value>) {
-        if now.is_some_and(aggregates) {
-            self.aggregation
-                .sources
-                .entry(name.to_string())
-                .or_default();
-        } else {
-            self.aggregation.sources.remove(name);
-        }
-        let store = &self.store;
-        let candidates: Vec<String> = self
-            .aggregation
-            .sources
-            .iter()
-            .filter(|(aggregator, sources)| {
-                aggregator.as_str() == name
-                    || sources.contains(name)
-                    || now.is_some_and(|role| {
-                        store
-                            .get(&key(), "", aggregator)
-                            .and_then(|a| selectors(a))
-                            .into_iter()
-                            .flatten()
-                            .any(|s| LabelSelector::from_json(s).is_ok_and(|s| s.matches(role)))
-                    })
-            })
-            .map(|(aggregator, _)| aggregator.clone())
-            .collect();
-        for aggregator in candidates {
+        self.aggregation.track(name, now);
+        for aggregator in self.aggregation.affected(name, now) {
             self.aggregate(&aggregator);
         }
     }
 
     /// `syncClusterRole` for one aggregating ClusterRole.
     fn aggregate(&mut self, name: &str) {
-        let Some(role) = self.store.get(&key(), "", name).cloned() else {
-            self.aggregation.sources.remove(name);
+        let kind = key();
+        let Some(role) = self.store.get(&kind, "", name).cloned() else {
+            self.aggregation.forget(name);
             return;
         };
         if !aggregates(&role) {
-            self.aggregation.sources.remove(name);
+            self.aggregation.forget(name);
             return;
+        }
+        if !self.aggregation.is_current(name, &role) {
+            // Written again since its event was queued: sync what it says now.
+            self.aggregation.track(name, Some(&role));
         }
         let mut rules: Vec<Value> = Vec::new();
         let mut sources = BTreeSet::new();
-        for raw in selectors(&role).into_iter().flatten() {
-            let selector = match LabelSelector::from_json(raw) {
+        for selector in self.aggregation.selectors(name).unwrap_or_default() {
+            let selector = match selector {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(clusterrole = name, error = %e, "invalid aggregation selector");
                     return;
                 }
             };
-            for other in self.store.in_namespace(&key(), "") {
+            let others: Vec<&Value> = match self.aggregation.candidates(selector) {
+                Some(names) => names
+                    .iter()
+                    .filter_map(|n| self.store.get(&kind, "", n))
+                    .map(|o| o.as_ref())
+                    .collect(),
+                None => self
+                    .store
+                    .in_namespace(&kind, "")
+                    .map(|o| o.as_ref())
+                    .collect(),
+            };
+            for other in others {
                 let other_name = name_of(other);
                 if other_name == name || !selector.matches(other) {
                     continue;
@@ -158,7 +142,7 @@ impl Cluster {
                 }
             }
         }
-        self.aggregation.sources.insert(name.to_string(), sources);
+        self.aggregation.set_sources(name, sources);
         if rules_of(&role) == rules {
             return;
         }

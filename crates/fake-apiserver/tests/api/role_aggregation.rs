@@ -180,3 +180,73 @@ async fn aggregation_can_be_switched_off() {
     let admin: ClusterRole = server.get("", "admin").unwrap();
     assert!(admin.rules.unwrap_or_default().is_empty());
 }
+
+/// Every way a role enters or leaves a selection is followed: a source relabelled out of a
+/// selector and back in, an aggregating role whose selectors change, a selector that requires
+/// no label (`NotIn`: it also selects roles without the label), and a deleted source.
+#[tokio::test]
+async fn selections_follow_relabelling_selector_changes_and_deletion() {
+    let server = FakeApiServer::new();
+    let roles: Api<ClusterRole> = Api::all(server.client());
+    let create = |body: serde_json::Value| {
+        let roles = roles.clone();
+        async move {
+            let role: ClusterRole = serde_json::from_value(body).unwrap();
+            roles.create(&PostParams::default(), &role).await.unwrap();
+        }
+    };
+    let patch = |name: &'static str, body: serde_json::Value| {
+        let roles = roles.clone();
+        async move {
+            let p = Patch::Merge(body);
+            roles
+                .patch(name, &PatchParams::default(), &p)
+                .await
+                .unwrap();
+        }
+    };
+    let labels = |labels: serde_json::Value| json!({"metadata": {"labels": labels}});
+    let selecting = |selector: serde_json::Value| json!({"clusterRoleSelectors": [selector]});
+    create(
+        json!({"metadata": {"name": "picky", "labels": {"example.com/tier": "low"}},
+        "aggregationRule": selecting(json!({"matchLabels": {"example.com/team": "a"}}))}),
+    )
+    .await;
+    create(json!({"metadata": {"name": "unlow"}, "aggregationRule": selecting(json!(
+        {"matchExpressions": [{"key": "example.com/tier", "operator": "NotIn", "values": ["low"]}]}))}))
+    .await;
+    let mut source = widget_role("nobody");
+    source.metadata.name = Some("source".into());
+    source.metadata.labels = Some(
+        [("example.com/team", "a"), ("example.com/tier", "low")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into(),
+    );
+    roles.create(&PostParams::default(), &source).await.unwrap();
+    let grants = |role| grants_widgets(&server, role);
+    assert!(grants("picky") && !grants("unlow"), "created");
+
+    patch("source", labels(json!({"example.com/team": "b"}))).await;
+    assert!(!grants("picky"), "relabelled out");
+    patch("source", labels(json!({"example.com/team": "a"}))).await;
+    assert!(grants("picky"), "relabelled back in");
+
+    let other = json!({"matchExpressions": [{"key": "example.com/other", "operator": "Exists"}]});
+    patch("picky", json!({"aggregationRule": selecting(other)})).await;
+    assert!(!grants("picky"), "selector changed away");
+    patch("source", labels(json!({"example.com/other": "x"}))).await;
+    assert!(grants("picky"), "selected by the new selector");
+
+    let moved = json!({"example.com/other": null, "example.com/tier": "high"});
+    patch("source", labels(moved)).await;
+    assert!(
+        !grants("picky") && grants("unlow"),
+        "into the NotIn selector"
+    );
+
+    roles
+        .delete("source", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(!grants("picky") && !grants("unlow"), "source deleted");
+}
