@@ -75,6 +75,10 @@ impl Server {
         self.line()
     }
 
+    fn cpu(&self) -> Duration {
+        server::cpu_time(&self.child.id().to_string())
+    }
+
     fn rss(&self) -> f64 {
         server::rss_mib(&self.child.id().to_string())
     }
@@ -140,6 +144,7 @@ async fn client() {
 
     // Warm: as a client sees it (kube parses every item), then the body alone.
     let mut items = 0;
+    let cpu_before = server.cpu();
     let mut warm = Vec::with_capacity(requests);
     for _ in 0..requests {
         let start = Instant::now();
@@ -160,6 +165,8 @@ async fn client() {
         raw.push(start.elapsed());
         peak = peak.max(server.rss());
     }
+    // The server's own CPU per warm list: what a list costs it, waiting for a core left out.
+    let cpu_per_list = (server.cpu() - cpu_before).as_secs_f64() * 1000.0 / (2 * requests) as f64;
     let serving = server.rss();
     let in_process = server.finish();
 
@@ -189,6 +196,7 @@ async fn client() {
         p(&mut raw, 0.50),
         p(&mut raw, 0.99)
     );
+    println!("| server CPU per warm list | {cpu_per_list:.1} ms | |");
     println!(
         "| in process: build / list / serialize | {:.1} / {:.1} / {:.1} ms | |",
         in_process.build, in_process.list, in_process.serialize

@@ -93,6 +93,25 @@ impl Reviewer for AllowAll {
     }
 }
 
+/// User and system CPU time of process `pid` so far.
+pub fn cpu_time(pid: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name (in parentheses): state is field 3, utime and stime 14 and 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // Linux reports them in USER_HZ, 100 a second on every architecture opcat targets.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
 /// Resident memory of process `pid` ("self" for this one), MiB.
 pub fn rss_mib(pid: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
