@@ -14,8 +14,6 @@ use kube::api::{Api, DynamicObject, ListParams};
 use package_api_support::*;
 use serde_json::Value;
 
-const ICON_SVG: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\"/>";
-
 fn csv_json(name: &str, version: &str, provider: &str) -> String {
     serde_json::json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
@@ -95,41 +93,6 @@ entries:
             "CoreOS"
         )),
         metadata_package("shared", "Global Corp"),
-    )
-}
-
-/// A package described by `olm.csv.metadata`.
-fn metadata_package(name: &str, provider: &str) -> String {
-    format!(
-        r#"---
-schema: olm.package
-name: {name}
-defaultChannel: stable
-description: {name} from the package
-icon: {{base64data: {icon}, mediatype: image/svg+xml}}
----
-schema: olm.channel
-package: {name}
-name: stable
-entries:
-  - name: {name}.v1.0.0
----
-schema: olm.bundle
-package: {name}
-name: {name}.v1.0.0
-image: registry.example.com/{name}-bundle:v1.0.0
-relatedImages:
-  - {{name: operator, image: registry.example.com/{name}:v1}}
-properties:
-  - type: olm.package
-    value: {{packageName: {name}, version: 1.0.0}}
-  - type: olm.csv.metadata
-    value:
-      displayName: {name}
-      provider: {{name: {provider}}}
-      installModes: [{{type: AllNamespaces, supported: true}}]
-"#,
-        icon = b64(ICON_SVG),
     )
 }
 

@@ -226,7 +226,7 @@ fn in_process(loaded: &Loaded) -> InProcess {
     let selection = opcat::package_server::storage::select(loaded, &memo, &query);
     let listed = ms(start.elapsed());
     let start = Instant::now();
-    let json = selection.to_json();
+    let json = selection.to_chunks();
     let serialize = ms(start.elapsed());
     drop(json);
     InProcess {

@@ -1,9 +1,7 @@
 //! One request, after TLS: authenticate, authorize, then answer from the published catalogs
 //! (or 503 while this replica holds none), in the negotiated form.
 
-use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
-use http_body_util::Full;
 use k8s_openapi::jiff::Timestamp;
 use rustls::pki_types::CertificateDer;
 use serde::Serialize;
@@ -19,8 +17,7 @@ use super::table::{IncludeObject, partial_metadata, partial_metadata_list, table
 use super::types::{API_VERSION, GROUP, ICON_SUBRESOURCE};
 use super::{PackageServer, discovery, openapi};
 
-/// Response body.
-pub type Body = Full<Bytes>;
+pub use super::body::Body;
 
 /// Message of the 503 a replica without catalogs answers.
 pub const NOT_SERVING: &str = "this opcat replica holds no loaded catalogs (it is a standby, or \
@@ -168,7 +165,11 @@ fn resource<'a>(
     if request.subresource.is_some() {
         // packageserver: a conditional request naming a resourceVersion is always fresh.
         if headers.contains_key(header::IF_NONE_MATCH) && param("resourceVersion").is_some() {
-            return Ok(bytes_response(StatusCode::NOT_MODIFIED, "", Vec::new()));
+            return Ok(bytes_response(
+                StatusCode::NOT_MODIFIED,
+                "",
+                Body::default(),
+            ));
         }
         let namespace = request.namespace.as_deref().unwrap_or_default();
         let icon =
@@ -225,10 +226,10 @@ fn resource<'a>(
             json_response(&partial_metadata_list(&selection.to_list().items, version))
         }
         Form::Yaml => yaml_response(&selection.to_list()),
-        // The common answer (kubectl -o json, client libraries, the console): written from
-        // the kept JSON, nothing decoded.
+        // The common answer (kubectl -o json, client libraries, the console): the kept JSON
+        // sent as it is, only the metadata written, nothing decoded.
         Form::Json | Form::Discovery(_) => {
-            bytes_response(StatusCode::OK, "application/json", selection.to_json())
+            bytes_response(StatusCode::OK, "application/json", selection.to_chunks())
         }
     })
 }
@@ -248,8 +249,8 @@ fn yaml_response(value: &impl Serialize) -> Response<Body> {
     }
 }
 
-fn bytes_response(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+fn bytes_response(status: StatusCode, content_type: &str, body: impl Into<Body>) -> Response<Body> {
+    let mut response = Response::new(body.into());
     *response.status_mut() = status;
     if !content_type.is_empty()
         && let Ok(value) = HeaderValue::from_str(content_type)

@@ -7,8 +7,8 @@
 //! icons stripped (what get and list answer): the channel heads' descriptions, not the catalog.
 //! Each is kept as its metadata and its status serialized once ([`Kept`]): the status is the
 //! bulk of a manifest (descriptions, annotations, CRD descriptions) and the same whichever
-//! namespace a request sees it from, so a list's JSON body is these texts copied one after the
-//! other, with only the metadata written per request; the JSON is also a third to a half the
+//! namespace a request sees it from, so a list's JSON body is these texts sent one after the other
+//! (shared, not copied), with only the metadata written per request; the JSON is also a third to a half the
 //! size of the same data as Rust values. Structured answers (get, Table, YAML) decode the
 //! status of the items they return.
 //!
@@ -22,9 +22,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 
+use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 use super::build::package_manifest;
 use super::storage::{AsCatalog, Served};
@@ -35,38 +35,32 @@ use crate::api::CatalogSource;
 pub struct Kept {
     /// Its metadata.
     pub metadata: ObjectMeta,
-    /// Its status, as JSON.
-    status: Box<RawValue>,
+    /// Its status, as JSON (shared with the answers being sent).
+    status: Bytes,
 }
 
-/// A PackageManifest as JSON, its status copied from the kept text (the field order of
-/// [`PackageManifest`]).
+/// A PackageManifest as JSON up to its status (the field order of [`PackageManifest`]).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct KeptJson<'a> {
+struct Head<'a> {
     api_version: &'a str,
     kind: &'a str,
     metadata: &'a ObjectMeta,
     spec: PackageManifestSpec,
-    status: &'a RawValue,
 }
 
 impl Kept {
     fn new(manifest: &PackageManifest) -> Result<Self, serde_json::Error> {
         Ok(Self {
             metadata: manifest.metadata.clone(),
-            status: serde_json::value::to_raw_value(manifest.status.as_ref())?,
+            // A boxed slice: no spare capacity kept for as long as the catalog is served.
+            status: Bytes::from(serde_json::to_vec(manifest.status.as_ref())?.into_boxed_slice()),
         })
     }
 
     /// The package's name.
     pub fn name(&self) -> &str {
         self.metadata.name.as_deref().unwrap_or_default()
-    }
-
-    /// Length of the status's JSON.
-    pub fn status_len(&self) -> usize {
-        self.status.get().len()
     }
 
     /// The metadata as seen from `namespace` (`None`: the CatalogSource's).
@@ -81,7 +75,7 @@ impl Kept {
     /// The PackageManifest as seen from `namespace`, its status decoded; `None` if the kept
     /// text does not decode (it was encoded from the same type: not expected).
     pub fn manifest(&self, namespace: Option<&str>) -> Option<PackageManifest> {
-        let status = serde_json::from_str(self.status.get())
+        let status = serde_json::from_slice(&self.status)
             .inspect_err(|error| {
                 tracing::error!(package = self.name(), %error, "package API: kept status does not decode");
             })
@@ -95,21 +89,32 @@ impl Kept {
         })
     }
 
-    /// Writes the PackageManifest's JSON as seen from `namespace`: the same bytes as
-    /// serializing [`Kept::manifest`].
-    pub fn write_json<S: serde::Serializer>(
+    /// Appends to `out` the PackageManifest's JSON as seen from `namespace` up to its status:
+    /// `{"apiVersion":...,"status":`. Followed by [`Kept::status`] and `}`, the same bytes as
+    /// serializing [`Kept::manifest`]. On an error `out` may hold part of it.
+    pub fn write_head(
         &self,
         namespace: Option<&str>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        KeptJson {
-            api_version: API_VERSION,
-            kind: KIND,
-            metadata: &self.metadata_in(namespace),
-            spec: PackageManifestSpec {},
-            status: &self.status,
-        }
-        .serialize(serializer)
+        out: &mut Vec<u8>,
+    ) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(
+            &mut *out,
+            &Head {
+                api_version: API_VERSION,
+                kind: KIND,
+                metadata: &self.metadata_in(namespace),
+                spec: PackageManifestSpec {},
+            },
+        )?;
+        // `{...}` → `{...,"status":`.
+        out.pop();
+        out.extend_from_slice(b",\"status\":");
+        Ok(())
+    }
+
+    /// The status's JSON, shared (not copied) with the answers being sent.
+    pub fn status(&self) -> Bytes {
+        self.status.clone()
     }
 }
 

@@ -16,7 +16,7 @@
 //!   (SubjectAccessReview), both cached briefly ([`ttl_cache`]); [`reviews`] is the only code
 //!   that talks to the cluster;
 //! - [`tls`] (serving certificate replaced in place, client certificates requested),
-//!   [`serve`] (HTTP/1.1 and HTTP/2) and [`handlers`].
+//!   [`serve`] (HTTP/1.1 and HTTP/2), [`handlers`] and [`body`].
 //!
 //! [`PackageServer`] is the process-wide handle: the controller's leader publishes its
 //! catalogs, the serving certificate and the authentication configuration into it
@@ -27,6 +27,7 @@
 pub mod auth_config;
 pub mod authn;
 pub mod authz;
+pub mod body;
 pub mod build;
 pub mod describe;
 pub mod discovery;

@@ -19,14 +19,13 @@
 //!
 //! Manifests are built from the catalogs opcat holds for resolution and kept until the catalog
 //! or its CatalogSource changes ([`super::memo`]); a list's JSON is written from the kept
-//! statuses' text ([`Selection::to_json`]); the icon is built at request time.
+//! statuses' text ([`Selection::to_chunks`]); the icon is built at request time.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
-use serde::Serialize;
+use bytes::Bytes;
 
 use super::build::package_manifest;
 use super::memo::{Built, Kept, Memo};
@@ -180,55 +179,39 @@ impl Selection {
         }
     }
 
-    /// The PackageManifestList's JSON (the same bytes as serializing [`Selection::to_list`]),
-    /// written from the kept statuses without decoding them.
-    pub fn to_json(&self) -> Vec<u8> {
-        // The statuses are nearly all of it; the metadata is a few hundred bytes an item.
-        let capacity = self
-            .kept()
-            .map(|kept| kept.status_len() + 1024)
-            .sum::<usize>()
-            + 256;
-        let mut body = Vec::with_capacity(capacity);
-        let list = ListJson {
-            api_version: API_VERSION,
-            kind: LIST_KIND,
-            metadata: ListMeta::default(),
-            items: ItemsJson(self),
-        };
-        // Writing into memory fails only on a serializer error, and the kept statuses are
-        // valid JSON: an empty body would be the answer then.
-        if let Err(error) = serde_json::to_writer(&mut body, &list) {
-            tracing::error!(%error, "package API: cannot write a list");
-            body.clear();
+    /// The PackageManifestList's JSON in chunks (the same bytes as serializing
+    /// [`Selection::to_list`]): each item's metadata written now, in one chunk with the
+    /// punctuation around it, then its status, the kept text shared rather than copied.
+    pub fn to_chunks(&self) -> Vec<Bytes> {
+        let namespace = self.namespace.as_deref();
+        let mut chunks = Vec::with_capacity(self.items.len() * 2 + 1);
+        let mut written = format!(
+            r#"{{"apiVersion":"{API_VERSION}","kind":"{LIST_KIND}","metadata":{{}},"items":["#
+        )
+        .into_bytes();
+        let mut first = true;
+        for kept in self.kept() {
+            let start = written.len();
+            if !first {
+                written.push(b',');
+            }
+            if let Err(error) = kept.write_head(namespace, &mut written) {
+                tracing::error!(package = kept.name(), %error, "package API: cannot write a list item");
+                written.truncate(start);
+                continue;
+            }
+            first = false;
+            chunks.push(Bytes::from(std::mem::replace(&mut written, b"}".to_vec())));
+            chunks.push(kept.status());
         }
-        body
+        written.extend_from_slice(b"]}");
+        chunks.push(Bytes::from(written));
+        chunks
     }
-}
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ListJson<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    metadata: ListMeta,
-    items: ItemsJson<'a>,
-}
-
-struct ItemsJson<'a>(&'a Selection);
-
-impl Serialize for ItemsJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let namespace = self.0.namespace.as_deref();
-        serializer.collect_seq(self.0.kept().map(|kept| ItemJson(kept, namespace)))
-    }
-}
-
-struct ItemJson<'a>(&'a Kept, Option<&'a str>);
-
-impl Serialize for ItemJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.write_json(self.1, serializer)
+    /// The PackageManifestList's JSON ([`Selection::to_chunks`] in one buffer).
+    pub fn to_json(&self) -> Vec<u8> {
+        self.to_chunks().concat()
     }
 }
 

@@ -4,6 +4,8 @@
 //! it as the aggregator or as users with tokens do.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod raw_http;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -33,6 +35,44 @@ pub fn identity() -> ServiceIdentity {
 
 /// The name kube-aggregator verifies the certificate for.
 pub const SERVER_NAME: &str = "opcat-package-api.opcat-system.svc";
+
+/// The icon of the test packages.
+pub const ICON_SVG: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\"/>";
+
+/// A package described by `olm.csv.metadata`.
+pub fn metadata_package(name: &str, provider: &str) -> String {
+    format!(
+        r#"---
+schema: olm.package
+name: {name}
+defaultChannel: stable
+description: {name} from the package
+icon: {{base64data: {icon}, mediatype: image/svg+xml}}
+---
+schema: olm.channel
+package: {name}
+name: stable
+entries:
+  - name: {name}.v1.0.0
+---
+schema: olm.bundle
+package: {name}
+name: {name}.v1.0.0
+image: registry.example.com/{name}-bundle:v1.0.0
+relatedImages:
+  - {{name: operator, image: registry.example.com/{name}:v1}}
+properties:
+  - type: olm.package
+    value: {{packageName: {name}, version: 1.0.0}}
+  - type: olm.csv.metadata
+    value:
+      displayName: {name}
+      provider: {{name: {provider}}}
+      installModes: [{{type: AllNamespaces, supported: true}}]
+"#,
+        icon = b64(ICON_SVG),
+    )
+}
 
 /// `ApiResource` of PackageManifests.
 pub fn resource() -> ApiResource {
