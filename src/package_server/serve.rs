@@ -67,6 +67,11 @@ impl PackageServer {
                 () = &mut shutdown => break,
             };
             while connections.try_join_next().is_some() {}
+            // As Go's servers (kube-apiserver, packageserver): no Nagle delay, which held the
+            // last segment of an answer until the client's delayed ACK, ~40 ms later.
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(%peer_address, %error, "package API: cannot set TCP_NODELAY");
+            }
             let acceptor = acceptor.clone();
             let server = self.clone();
             connections.spawn(async move {
