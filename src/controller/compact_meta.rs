@@ -25,8 +25,11 @@ static OWNER_REFERENCES: LazyLock<Interner<Vec<OwnerReference>>> = LazyLock::new
 /// an install share one set instead of holding a list each (about 2 kB per install).
 static LABEL_SETS: LazyLock<Interner<PairList>> = LazyLock::new(Interner::default);
 
+/// A label or annotation: shared key and value.
+type Pair = (Arc<str>, Arc<str>);
+
 /// Shared `(key, value)` pairs, sorted by key.
-type PairList = Vec<(Arc<str>, Arc<str>)>;
+type PairList = Vec<Pair>;
 
 /// Shared label or annotation pairs, sorted by key.
 type Pairs = Box<[(Arc<str>, Arc<str>)]>;
@@ -74,6 +77,20 @@ impl MetaMaps {
     /// Puts them back into `meta`.
     pub fn restore(&self, meta: &mut ObjectMeta) {
         meta.labels = self.labels.as_deref().and_then(|labels| map(labels));
+        self.restore_the_rest(meta);
+    }
+
+    /// Puts them back into `meta`, leaving out the labels whose key starts with `prefix`.
+    /// The labels are sorted, so those are one run, skipped without being walked.
+    fn restore_without_labels(&self, meta: &mut ObjectMeta, prefix: &str) {
+        meta.labels = self.labels.as_deref().and_then(|labels| {
+            let (before, after) = around_prefix(labels, prefix);
+            map(&[before, after].concat())
+        });
+        self.restore_the_rest(meta);
+    }
+
+    fn restore_the_rest(&self, meta: &mut ObjectMeta) {
         meta.annotations = map(&self.annotations);
         meta.owner_references = self.owner_references.as_deref().cloned();
     }
@@ -100,6 +117,14 @@ fn find<'a>(pairs: &'a [(Arc<str>, Arc<str>)], key: &str) -> Option<&'a Arc<str>
         .binary_search_by(|(held, _)| (**held).cmp(key))
         .ok()
         .map(|index| &pairs[index].1)
+}
+
+/// The pairs of `pairs` (sorted by key) before and after the run of keys that start with
+/// `prefix`: every key from the first one not less than `prefix` up to the first one without it.
+fn around_prefix<'a>(pairs: &'a [Pair], prefix: &str) -> (&'a [Pair], &'a [Pair]) {
+    let start = pairs.partition_point(|(key, _)| **key < *prefix);
+    let end = start + pairs[start..].partition_point(|(key, _)| key.starts_with(prefix));
+    (&pairs[..start], &pairs[end..])
 }
 
 fn pairs(map: Option<BTreeMap<String, String>>, strings: &Strings) -> Pairs {
@@ -177,7 +202,22 @@ impl CompactMeta {
 
     /// The metadata again, with the name and namespace it is cached under.
     pub fn to_meta(&self, namespace: &str, name: &str) -> ObjectMeta {
-        let mut meta = ObjectMeta {
+        let mut meta = self.to_meta_without_maps(namespace, name);
+        self.maps.restore(&mut meta);
+        meta
+    }
+
+    /// [`CompactMeta::to_meta`] without the labels whose key starts with `prefix`, at a cost
+    /// that does not grow with them: a CRD shared by thousands of installs carries one
+    /// component label per install, and each install's look at it needs none of them.
+    pub fn to_meta_without_labels(&self, namespace: &str, name: &str, prefix: &str) -> ObjectMeta {
+        let mut meta = self.to_meta_without_maps(namespace, name);
+        self.maps.restore_without_labels(&mut meta, prefix);
+        meta
+    }
+
+    fn to_meta_without_maps(&self, namespace: &str, name: &str) -> ObjectMeta {
+        ObjectMeta {
             name: Some(name.to_owned()),
             namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
             uid: self.uid.as_deref().map(str::to_owned),
@@ -187,9 +227,7 @@ impl CompactMeta {
             finalizers: (!self.finalizers.is_empty())
                 .then(|| self.finalizers.iter().map(|f| f.to_string()).collect()),
             ..ObjectMeta::default()
-        };
-        self.maps.restore(&mut meta);
-        meta
+        }
     }
 
     /// `metadata.uid`.
@@ -252,125 +290,5 @@ pub(super) fn string_map(list: &[(&str, &str)]) -> Option<BTreeMap<String, Strin
 }
 
 #[cfg(test)]
-mod tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
-
-    use super::*;
-
-    fn full() -> ObjectMeta {
-        ObjectMeta {
-            name: Some("widget-controller".into()),
-            namespace: Some("tenant-1".into()),
-            uid: Some("0d5c-uid".into()),
-            resource_version: Some("42".into()),
-            generation: Some(3),
-            deletion_timestamp: Some(Time(jiff::Timestamp::UNIX_EPOCH)),
-            labels: Some(
-                [
-                    ("b".to_owned(), "2".to_owned()),
-                    ("a".to_owned(), "1".to_owned()),
-                ]
-                .into(),
-            ),
-            annotations: Some([("hash".to_owned(), "abc".to_owned())].into()),
-            owner_references: Some(vec![OwnerReference {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                name: "owner".into(),
-                uid: "owner-uid".into(),
-                ..OwnerReference::default()
-            }]),
-            finalizers: Some(vec!["example.com/keep".into()]),
-            ..ObjectMeta::default()
-        }
-    }
-
-    #[test]
-    fn what_readers_use_comes_back_unchanged() {
-        let strings = Strings::new();
-        let compact = CompactMeta::new(full(), &strings);
-        assert_eq!(compact.to_meta("tenant-1", "widget-controller"), full());
-        assert_eq!(compact.label("a").map(|v| &**v), Some("1"));
-        assert_eq!(compact.label("c"), None);
-
-        let cluster_scoped = CompactMeta::new(ObjectMeta::default(), &strings);
-        let meta = cluster_scoped.to_meta("", "reader");
-        assert_eq!(meta.namespace, None);
-        assert_eq!((meta.labels, meta.annotations), (None, None));
-    }
-
-    #[test]
-    fn managed_fields_and_creation_details_are_not_kept() {
-        let strings = Strings::new();
-        let mut meta = full();
-        meta.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
-        meta.creation_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
-        let back = CompactMeta::new(meta, &strings).to_meta("tenant-1", "widget-controller");
-        assert_eq!(back.managed_fields, None);
-        assert_eq!(back.creation_timestamp, None);
-    }
-
-    #[test]
-    fn objects_with_equal_labels_share_one_label_set() {
-        let strings = Strings::new();
-        let one = CompactMeta::new(full(), &strings);
-        let two = CompactMeta::new(full(), &strings);
-        let shared = |meta: &CompactMeta| meta.maps.labels.clone().unwrap();
-        assert!(Arc::ptr_eq(&shared(&one), &shared(&two)));
-        assert!(Arc::ptr_eq(
-            &one.maps.annotations[0].1,
-            &two.maps.annotations[0].1
-        ));
-
-        let mut other = full();
-        other
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert("a".into(), "other".into());
-        let three = CompactMeta::new(other, &strings);
-        assert!(!Arc::ptr_eq(&shared(&one), &shared(&three)));
-        assert_eq!(three.label("a").map(|v| &**v), Some("other"));
-    }
-
-    #[test]
-    fn values_unique_per_object_are_kept_out_of_the_shared_strings() {
-        let strings = Strings::new();
-        let mut meta = full();
-        meta.annotations = string_map(&[
-            (crate::controller::keys::APPLIED_HASH, "23d938d8c2"),
-            ("hash", "abc"),
-        ]);
-        let one = CompactMeta::new(meta.clone(), &strings);
-        let held = strings.len();
-        let two = CompactMeta::new(meta.clone(), &strings);
-        assert_eq!(strings.len(), held, "nothing new to share");
-        let value = |meta: &CompactMeta, index: usize| meta.maps.annotations[index].1.clone();
-        assert!(!Arc::ptr_eq(&value(&one, 1), &value(&two, 1)));
-        assert!(Arc::ptr_eq(&value(&one, 0), &value(&two, 0)));
-        assert_eq!(
-            two.to_meta("tenant-1", "widget-controller").annotations,
-            meta.annotations
-        );
-    }
-
-    #[test]
-    fn objects_of_one_owner_share_its_reference() {
-        let strings = Strings::new();
-        let one = CompactMeta::new(full(), &strings);
-        let two = CompactMeta::new(full(), &strings);
-        let shared = |meta: &CompactMeta| meta.maps.owner_references.clone().unwrap();
-        assert!(Arc::ptr_eq(&shared(&one), &shared(&two)));
-
-        let mut other = full();
-        other.owner_references.as_mut().unwrap()[0].uid = "other-uid".into();
-        let three = CompactMeta::new(other, &strings);
-        assert!(!Arc::ptr_eq(&shared(&one), &shared(&three)));
-        assert_eq!(shared(&three)[0].uid, "other-uid");
-
-        let mut orphan = full();
-        orphan.owner_references = Some(Vec::new());
-        let back = CompactMeta::new(orphan, &strings).to_meta("tenant-1", "widget-controller");
-        assert_eq!(back.owner_references, None);
-    }
-}
+#[path = "compact_meta_tests.rs"]
+mod tests;

@@ -45,11 +45,12 @@ pub(super) async fn release(
     }
     let api: Api<CustomResourceDefinition> = Api::all(context.client.clone());
     for owned in csv.spec.owned_crds() {
-        let labelled = context
-            .stores
-            .owned
-            .get(CRD_API_VERSION, CRD_KIND, None, &owned.name)
-            .is_some_and(|crd| crd.has_label(key));
+        let labelled =
+            context
+                .stores
+                .owned
+                .has_label(CRD_API_VERSION, CRD_KIND, (None, &owned.name), key)
+                == Some(true);
         if labelled {
             patch_label(&api, &owned.name, key, None).await?;
             tracing::info!(namespace, csv = %name, crd = %owned.name, label = %key, "released the install's component label");

@@ -5,13 +5,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube::ResourceExt;
-use kube::api::{DynamicObject, ListParams};
+use kube::api::{DynamicObject, ListParams, TypeMeta};
 
 use super::error::CsvError;
+use super::objects::CRD_KIND;
+use crate::api::operator::COMPONENT_LABEL_PREFIX;
 use crate::bundle::ownership::csv_selector;
 use crate::controller::apply::{dynamic_api, is_not_found};
 use crate::controller::context::Context;
-use crate::controller::owned_objects::OwnedObject;
+use crate::controller::owned_objects::{OwnedObject, OwnedObjects};
 use crate::controller::resources::ResolvedResource;
 
 /// Kinds listed for a CSV's objects besides the kinds its current render produces, so objects of
@@ -126,6 +128,31 @@ pub async fn cached_objects(
         found.objects.insert(key, (resource, partial));
     }
     Ok(found)
+}
+
+/// `object` as the owned-object cache holds it, when it is opcat's but labelled for another
+/// CSV (a shared CRD), and whether its content is verified. A CRD's component labels are left
+/// out: it carries one per install of its operator (thousands on a large cluster), the CRD an
+/// install renders carries none, and restoring them for each install's look would cost in
+/// proportion to the installs.
+pub fn cached_for_another_csv(
+    owned: &OwnedObjects,
+    types: &TypeMeta,
+    object: &DynamicObject,
+) -> Option<(DynamicObject, bool)> {
+    let (namespace, name) = (object.namespace(), object.name_any());
+    let cached = if types.kind == CRD_KIND {
+        owned.get_without_labels(
+            &types.api_version,
+            &types.kind,
+            (namespace.as_deref(), &name),
+            COMPONENT_LABEL_PREFIX,
+        )
+    } else {
+        owned.get(&types.api_version, &types.kind, namespace.as_deref(), &name)
+    }?;
+    let verified = cached.verified;
+    Some((metadata_only(cached), verified))
 }
 
 /// A cached object as a [`DynamicObject`] without content.

@@ -29,7 +29,7 @@ use crate::pull_secrets::names::short_hash;
 
 pub use crate::controller::keys::APPLIED_HASH as APPLIED_HASH_ANNOTATION;
 
-const CRD_KIND: &str = "CustomResourceDefinition";
+pub(super) const CRD_KIND: &str = "CustomResourceDefinition";
 
 /// `object` with [`APPLIED_HASH_ANNOTATION`] set to the hash of its rendered form.
 pub fn with_applied_hash(object: &DynamicObject) -> DynamicObject {
@@ -84,16 +84,11 @@ pub async fn apply_all(
         let mut current = live.get(object).cloned();
         let mut verified = live.partial.get(&key).copied();
         if current.is_none()
-            && let Some(cached) = owned.get(
-                &types.api_version,
-                &types.kind,
-                object.namespace().as_deref(),
-                &object.name_any(),
-            )
+            && let Some((cached, cached_verified)) =
+                super::labelled::cached_for_another_csv(owned, types, object)
         {
-            // opcat's, labelled for another CSV (a shared CRD).
-            verified = Some(cached.verified);
-            current = Some(super::labelled::metadata_only(cached));
+            verified = Some(cached_verified);
+            current = Some(cached);
         }
         if current.is_none() && !hashed_name(object) {
             current = get(context, &resource, object).await?;

@@ -124,10 +124,11 @@ pub fn components(context: &Context, install: &Install) -> Vec<RichReference> {
         }
         // Owned CRDs another install holds carry this install's label too.
         for owned in csv.spec.owned_crds() {
-            let labelled = stores
-                .owned
-                .get(CRD_API_VERSION, CRD_KIND, None, &owned.name)
-                .is_some_and(|crd| crd.has_label(&key));
+            let labelled =
+                stores
+                    .owned
+                    .has_label(CRD_API_VERSION, CRD_KIND, (None, &owned.name), &key)
+                    == Some(true);
             if labelled {
                 refs.push(RichReference {
                     api_version: Some(CRD_API_VERSION.to_owned()),
@@ -171,8 +172,8 @@ pub fn unlabelled_crds(context: &Context, csv: &StoredCsv, key: &str) -> Vec<Str
             context
                 .stores
                 .owned
-                .get(CRD_API_VERSION, CRD_KIND, None, &owned.name)
-                .is_some_and(|crd| !crd.has_label(key))
+                .has_label(CRD_API_VERSION, CRD_KIND, (None, &owned.name), key)
+                == Some(false)
         })
         .map(|owned| owned.name.clone())
         .collect()

@@ -23,17 +23,14 @@ use tokio::sync::watch;
 
 mod verification;
 
+use verification::Entry;
 pub use verification::Verified;
-use verification::{Entry, only_tolerated_since};
 
 use super::compact_meta::CompactMeta;
 use super::field_owners::FieldOwners;
-use super::keys::APPLIED_HASH;
 use super::resources::{self, ResolvedResource};
 use super::stores::{Driver, Scope, created_by_opcat};
-use crate::bundle::ownership::{
-    CSV_LABEL, CSV_NAMESPACE_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, csv_label_value,
-};
+use crate::bundle::ownership::{CSV_LABEL, CSV_NAMESPACE_LABEL, csv_label_value};
 use crate::interner::Strings;
 use crate::pull_secrets::names::label_value;
 
@@ -132,10 +129,20 @@ impl KindState {
     }
 
     fn owned_object(&self, key: &Key, resource: &ResolvedResource) -> Option<OwnedObject> {
+        self.owned_object_with(key, resource, CompactMeta::to_meta)
+    }
+
+    /// The cached object under `key`, its metadata made whole by `restore`.
+    fn owned_object_with(
+        &self,
+        key: &Key,
+        resource: &ResolvedResource,
+        restore: impl Fn(&CompactMeta, &str, &str) -> ObjectMeta,
+    ) -> Option<OwnedObject> {
         let entry = self.objects.get(key)?;
         Some(OwnedObject {
             resource: resource.clone(),
-            meta: entry.meta.to_meta(&key.0, &key.1),
+            meta: restore(&entry.meta, &key.0, &key.1),
             verified: entry.is_verified(),
         })
     }
@@ -249,10 +256,54 @@ impl OwnedObjects {
         namespace: Option<&str>,
         name: &str,
     ) -> Option<OwnedObject> {
+        self.lookup(api_version, kind, (namespace, name), CompactMeta::to_meta)
+    }
+
+    /// [`OwnedObjects::get`] without the labels whose key starts with `prefix`, at a cost that
+    /// does not grow with them ([`CompactMeta::to_meta_without_labels`]).
+    pub fn get_without_labels(
+        &self,
+        api_version: &str,
+        kind: &str,
+        (namespace, name): (Option<&str>, &str),
+        prefix: &str,
+    ) -> Option<OwnedObject> {
+        self.lookup(
+            api_version,
+            kind,
+            (namespace, name),
+            |meta, namespace, name| meta.to_meta_without_labels(namespace, name, prefix),
+        )
+    }
+
+    /// Whether the object `namespace/name` of a kind carries label `key` (`None`: not
+    /// cached), without restoring its metadata (a shared CRD carries a label per install).
+    pub fn has_label(
+        &self,
+        api_version: &str,
+        kind: &str,
+        (namespace, name): (Option<&str>, &str),
+        key: &str,
+    ) -> Option<bool> {
+        let cache = self.kind(api_version, kind)?;
+        let state = cache.state.read().ok()?;
+        let entry = state
+            .objects
+            .get(&(namespace.unwrap_or_default().into(), name.into()))?;
+        Some(entry.meta.label(key).is_some())
+    }
+
+    fn lookup(
+        &self,
+        api_version: &str,
+        kind: &str,
+        (namespace, name): (Option<&str>, &str),
+        restore: impl Fn(&CompactMeta, &str, &str) -> ObjectMeta,
+    ) -> Option<OwnedObject> {
         let cache = self.kind(api_version, kind)?;
         let state = cache.state.read().ok()?;
         let key: Key = (namespace.unwrap_or_default().into(), name.into());
-        state.owned_object(&key, &cache.resource)
+        state.owned_object_with(&key, &cache.resource, restore)
     }
 
     /// The objects of one kind whose name and metadata `keep` accepts (an in-memory walk of
@@ -275,73 +326,6 @@ impl OwnedObjects {
             .filter(|(key, entry)| keep(&key.1, &entry.meta))
             .filter_map(|(key, _)| state.owned_object(key, &cache.resource))
             .collect()
-    }
-
-    /// Records that the object `written` (as the server returned it after a write, or as read)
-    /// is in line with the render.
-    pub fn verified(&self, written: &DynamicObject) {
-        self.verified_since(None, written);
-    }
-
-    /// [`Self::verified`], for an object the cache showed at `resourceVersion` `seen` when
-    /// opcat decided to write or read it: while the watch still shows that version, `written`
-    /// is the newer state and is cached as it is, so a look before the watch catches up needs
-    /// no read.
-    pub fn verified_since(&self, seen: Option<&str>, written: &DynamicObject) {
-        let Some(types) = &written.types else {
-            return;
-        };
-        let Some(cache) = self.kind(&types.api_version, &types.kind) else {
-            return;
-        };
-        let Some(version) = Verified::of(&written.metadata) else {
-            return;
-        };
-        let Ok(mut state) = cache.state.write() else {
-            return;
-        };
-        let key = key_of(&written.metadata, &self.strings);
-        let owners = FieldOwners::of(&types.kind, &written.metadata);
-        let behind = state.objects.get(&key).is_some_and(|entry| {
-            entry.meta.uid() == written.metadata.uid.as_deref()
-                && seen.is_some()
-                && entry.meta.resource_version() == seen
-        });
-        if behind {
-            let meta = CompactMeta::new(written.metadata.clone(), &self.strings);
-            state.remove(&key);
-            state.insert(key, meta, owners, Some(version));
-            return;
-        }
-        match state.objects.get_mut(&key) {
-            Some(entry) if entry.meta.uid() == written.metadata.uid.as_deref() => {
-                // The watch may already show a later state: one only tolerated writers made
-                // since (the aggregation of a role opcat just wrote) is verified too.
-                let applied = written
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(APPLIED_HASH));
-                let later_tolerated = only_tolerated_since(entry.owners, owners)
-                    && entry.meta.annotation(APPLIED_HASH) == applied.map(String::as_str);
-                entry.verified = if later_tolerated {
-                    Verified::of_compact(&entry.meta)
-                } else {
-                    Some(version)
-                };
-            }
-            // Not seen by the watch yet: store it as written, the watch event will follow (it
-            // carries opcat's label: objects of a CSV, and the roles opcat derives itself).
-            None => {
-                let meta = CompactMeta::new(written.metadata.clone(), &self.strings);
-                let ours =
-                    meta.label(MANAGED_BY_LABEL).map(|value| &**value) == Some(MANAGED_BY_VALUE);
-                if csv_of(&meta).is_some() || ours {
-                    state.insert(key, meta, owners, Some(version));
-                }
-            }
-            _ => {}
-        }
     }
 
     /// Starts every watch. Kinds the cluster does not serve are marked listed and left empty.

@@ -1,6 +1,10 @@
 //! Tests of [`super`]: the per-kind caches.
 
+use std::collections::BTreeMap;
+
 use super::*;
+use crate::bundle::ownership::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use crate::controller::keys::APPLIED_HASH;
 
 fn meta(name: &str, csv: &str, uid: &str, generation: Option<i64>, rv: &str) -> (Key, CompactMeta) {
     let strings = Strings::new();
@@ -243,4 +247,57 @@ fn a_write_the_watch_has_not_shown_yet_is_the_cached_state() {
         .expect("cached");
     assert_eq!(cached.meta.resource_version.as_deref(), Some("4"));
     assert!(cached.verified);
+}
+
+#[test]
+fn a_label_is_looked_up_and_component_labels_left_out_without_restoring_them() {
+    let owned = OwnedObjects::new();
+    let cache = owned
+        .kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        .expect("CRDs are cached");
+    let strings = &owned.strings;
+    let mut labels: BTreeMap<String, String> = (0..3)
+        .map(|i| {
+            (
+                format!("operators.coreos.com/widget.team-{i}"),
+                String::new(),
+            )
+        })
+        .collect();
+    labels.insert(CSV_LABEL.to_owned(), csv_label_value("widget.v1"));
+    let crd = ObjectMeta {
+        name: Some("widgets.example.com".into()),
+        uid: Some("1".into()),
+        resource_version: Some("5".into()),
+        labels: Some(labels),
+        ..ObjectMeta::default()
+    };
+    cache.state.write().unwrap().apply((
+        key_of(&crd, strings),
+        CompactMeta::new(crd, strings),
+        None,
+    ));
+    let at = (None, "widgets.example.com");
+    let (version, kind) = ("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+    let component = "operators.coreos.com/widget.team-1";
+    assert_eq!(owned.has_label(version, kind, at, component), Some(true));
+    assert_eq!(
+        owned.has_label(version, kind, at, "operators.coreos.com/widget.team-9"),
+        Some(false)
+    );
+    assert_eq!(
+        owned.has_label(version, kind, (None, "other"), component),
+        None
+    );
+    let trimmed = owned
+        .get_without_labels(version, kind, at, "operators.coreos.com/")
+        .expect("cached");
+    let keys: Vec<String> = trimmed
+        .meta
+        .labels
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(keys, [CSV_LABEL]);
 }
